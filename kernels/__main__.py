@@ -1,0 +1,128 @@
+"""The command line: python -m kernels list|run|traffic|source (see README)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import build, results
+from .knobs import KNOBS, PRESET_NAMES, KnobError, fields_of, knobs_text, parse_shape, resolve
+from .ops import OPS
+
+TARGETS = ("cpu", "cuda")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):           # argparse's own errors: one line, status 2, like ours
+        print(f"error: {message}; see python -m kernels {self.prog.split()[-1]} --help.", file=sys.stderr)
+        sys.exit(2)
+
+
+def _fail(msg: str) -> None:
+    print(f"error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _common(p):
+    p.add_argument("--op", required=True, help=", ".join(OPS))
+    p.add_argument("--shape", help="K=V,.. e.g. M=1024,N=1024,K=1024 (default: the operator's speed-test size)")
+    p.add_argument("--target", default="cpu", help=", ".join(TARGETS))
+    p.add_argument("--preset", help=", ".join(PRESET_NAMES))
+    p.add_argument("--knobs", help="k=v,.. overrides on top of the preset (or the defaults)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _resolve(a):
+    if a.op not in OPS:
+        raise KnobError([f"Unknown operator '{a.op}'; choose one of {', '.join(OPS)}."])
+    if a.target not in TARGETS:
+        raise KnobError([f"Unknown target '{a.target}'; choose one of {', '.join(TARGETS)}."])
+    shape = parse_shape(a.op, a.shape) if a.shape else dict(OPS[a.op].sizes["speed test"])
+    return shape, resolve(a.op, a.target, shape, a.preset, a.knobs)
+
+
+def cmd_list(a):
+    info = {
+        "operators": {n: {"title": o.title, "math": o.math, "dims": list(o.dims), "sizes": o.sizes} for n, o in OPS.items()},
+        "presets": list(PRESET_NAMES),
+        "targets": {t: (build.target_available(t) or "available") for t in TARGETS},
+        "knobs": {f"{op}/{t}": {n: {"default": f.default, "help": f.metadata["help"], "choices": f.metadata["choices"]}
+                                for n, f in fields_of(cls()).items()} for (op, t), cls in KNOBS.items()},
+    }
+    if a.json:
+        print(json.dumps(info))
+        return
+    print("operators:")
+    for n, o in OPS.items():
+        print(f"  {n:13s} {o.math}   shape {','.join(o.dims)}")
+    print("presets:  ", ", ".join(PRESET_NAMES))
+    print("targets:  ", ", ".join(f"{t} ({v})" for t, v in info["targets"].items()))
+    for key, ks in info["knobs"].items():
+        print(f"knobs {key}: " + ", ".join(f"{n}={v['default']}" for n, v in ks.items()))
+
+
+def cmd_run(a):
+    shape, knobs = _resolve(a)
+    why = build.target_available(a.target)
+    if why:
+        _fail(why + " Use --target cpu, or run on a machine with a GPU.")
+    r = build.run(a.op, shape, knobs, a.target, repeat=a.repeat)
+    if a.record:
+        results.record(r, preset=a.preset or "")
+    if a.json:
+        print(json.dumps({**r.as_dict(), "preset": a.preset or ""}))
+        return
+    ref = f"; {r.ref}: {r.ref_ms:.4f} ms, kernel is {r.vs_ref:.2f}x its speed" if r.ref_ms else ""
+    print(f"{a.op} {shape} on {r.device}: {r.median_ms:.4f} ms (IQR {r.spread_ms:.4f}), {r.gflops:.1f} GFLOP/s, "
+          f"{r.gbps:.1f} GB/s, rel. error {r.rel_err:.2e} {'ok' if r.ok else 'FAILED'}{ref}")
+
+
+def cmd_traffic(a):
+    from . import traffic
+    shape, knobs = _resolve(a)
+    c = traffic.counts(a.op, shape, knobs, a.target)
+    out = {"op": a.op, "shape": shape, "target": a.target, "knobs": knobs_text(knobs), **c.as_dict()}
+    if a.json:
+        print(json.dumps(out))
+        return
+    for t, lv in c.per_tensor.items():
+        print(f"{t:10s} " + "  ".join(f"{lvl}: r {v['read']:,} w {v['write']:,}" for lvl, v in lv.items()))
+    for m, v in c.ncu.items():
+        print(f"{m:55s} {v:,}")
+
+
+def cmd_source(a):
+    shape, knobs = _resolve(a)
+    ir = a.ir or "tir"
+    if ir == "cuda" and a.target != "cuda" or ir in ("llvm", "llvm-ir") and a.target != "cpu":
+        _fail(f"--ir {ir} does not exist for --target {a.target}; use --ir tir, or "
+              f"{'cuda' if a.target == 'cuda' else 'llvm'}.")
+    text = build.source(a.op, shape, knobs, a.target, ir)
+    print(json.dumps({"op": a.op, "target": a.target, "ir": ir, "source": text}) if a.json else text)
+
+
+def main(argv=None) -> None:
+    p = _Parser(prog="python -m kernels", description="Kernel Lab: schedules, kernels and their memory traffic.")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    pl = sub.add_parser("list", help="operators, presets, knobs, targets available here")
+    pl.add_argument("--json", action="store_true")
+    pr = sub.add_parser("run", help="compile, verify and time one kernel")
+    _common(pr)
+    pr.add_argument("--repeat", type=int, default=5, help="timed repeats (median reported)")
+    pr.add_argument("--record", action="store_true", help="append the run to the results store")
+    pt = sub.add_parser("traffic", help="per-level memory traffic and Nsight Compute predictions")
+    _common(pt)
+    ps = sub.add_parser("source", help="the TensorIR, CUDA C or LLVM assembly of a schedule")
+    _common(ps)
+    ps.add_argument("--ir", choices=("tir", "lowered", "cuda", "llvm", "llvm-ir"))
+    a = p.parse_args(argv)
+    if getattr(a, "repeat", 1) < 1:
+        _fail("--repeat must be at least 1.")
+    try:
+        {"list": cmd_list, "run": cmd_run, "traffic": cmd_traffic, "source": cmd_source}[a.cmd](a)
+    except KnobError as e:
+        _fail(" ".join(e.problems))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""Compile (cached), verify against the float64 reference, time; every run returns a frozen Result."""
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import os
+import platform
+import re
+import threading
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import tvm
+
+from . import lowering
+from .knobs import knobs_text
+from .ops import OPS, Shape
+from .schedules import create
+
+TOLERANCE = 1e-4
+# One lock per device: two visitors of the app never time over each other.
+DEVICE_LOCKS = {"cpu": threading.Lock(), "cuda": threading.Lock()}
+
+
+@dataclass(frozen=True)
+class Result:
+    op: str
+    shape: dict
+    target: str
+    device: str
+    knobs: str
+    median_ms: float
+    spread_ms: float            # interquartile range of the repeats
+    repeats: int
+    gflops: float
+    gbps: float
+    rel_err: float
+    ok: bool
+    ref: str                    # the reference library timed in the same process
+    ref_ms: float | None
+    vs_ref: float | None        # reference time / kernel time: > 1 means the kernel is faster
+    compile_s: float
+    date: str
+    versions: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def target_available(target: str) -> str | None:
+    """None when the target can run here, else one sentence saying why not."""
+    if target == "cpu":
+        return None
+    if target == "cuda":
+        try:
+            if tvm.cuda(0).exist:
+                return None
+        except Exception:       # noqa: BLE001 - a runtime without CUDA raises its own errors
+            pass
+        return "This machine has no CUDA GPU, so CUDA kernels can be shown and simulated here but not timed."
+    return f"Unknown target '{target}'."
+
+
+def device_name(target: str) -> str:
+    if target == "cuda":
+        try:
+            return tvm.cuda(0).device_name
+        except Exception:       # noqa: BLE001
+            return "CUDA GPU"
+    model = platform.processor() or "CPU"
+    try:
+        model = re.search(r"^model name\s*:\s*(.*)$", open("/proc/cpuinfo").read(), re.M).group(1)
+    except (OSError, AttributeError):
+        pass
+    return f"{model} ({os.cpu_count()} cores)"
+
+
+def versions() -> str:
+    out = f"tvm {tvm.__version__}, numpy {np.__version__}"
+    torch = _torch()
+    if torch is not None:
+        out += f", torch {torch.__version__}"
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def compiled(op: str, shape_items: tuple, knobs, target: str):
+    """(runtime module, compile seconds) for one schedule; cached by (op, shape, knobs, target)."""
+    sch, _ = create(op, dict(shape_items), knobs, target)
+    t0 = time.perf_counter()
+    ex = tvm.compile(sch.mod, target=lowering.tvm_target(target))
+    mod = ex.jit() if target_available(target) is None else None
+    return ex, mod, time.perf_counter() - t0
+
+
+def source(op: str, shape: Shape, knobs, target: str, ir: str = "tir") -> str:
+    """TensorIR (the schedule's TVMScript), CUDA C, or LLVM assembly/IR of the compiled kernel."""
+    sch, _ = create(op, shape, knobs, target)
+    if ir == "tir":
+        return sch.mod.script()
+    if ir == "lowered":
+        return lowering.lower(sch.mod, target).script()
+    ex, _, _ = compiled(op, tuple(shape.items()), knobs, target)
+    if ir == "cuda":
+        return ex.mod.imports[0].inspect_source()
+    if ir == "llvm":
+        return ex.mod.inspect_source("asm")
+    if ir == "llvm-ir":
+        return ex.mod.inspect_source("ll")
+    raise ValueError(ir)
+
+
+def _torch():
+    try:
+        import torch
+        return torch
+    except ImportError:
+        return None
+
+
+def _tvm_dev(target: str):
+    return tvm.cuda(0) if target == "cuda" else tvm.cpu(0)
+
+
+def verify(op: str, shape: Shape, knobs, target: str, rng=None) -> tuple[float, list, object]:
+    """rel. error on fresh random inputs, the output poisoned with NaN first; also returns the device arrays."""
+    o = OPS[op]
+    rng = rng or np.random.default_rng()
+    _, mod, _ = compiled(op, tuple(shape.items()), knobs, target)
+    dev = _tvm_dev(target)
+    xs = o.random_inputs(shape, rng)
+    args = [tvm.runtime.tensor(x, dev) for x in xs]
+    out = tvm.runtime.tensor(np.full(o.output_shape(shape), np.nan, "float32"), dev)
+    mod["main"](*args, out)
+    got = out.numpy().astype("float64")
+    ref = o.reference(*xs)
+    rel = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
+    if not np.isfinite(got).all():
+        rel = float("inf")
+    return rel, args + [out], xs
+
+
+def _time_tvm(mod, dev, args, repeat: int) -> list[float]:
+    f = mod.time_evaluator("main", dev, number=1, repeat=repeat, min_repeat_ms=10)
+    f(*args)                                       # warm-up
+    return [t * 1e3 for t in f(*args).results]
+
+
+def _time_host(fn, repeat: int, sync=lambda: None) -> list[float]:
+    fn(); sync()
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        n = 0
+        while True:                               # at least 10 ms per repeat, like time_evaluator
+            fn(); n += 1
+            sync()
+            if time.perf_counter() - t0 > 0.01:
+                break
+        out.append((time.perf_counter() - t0) / n * 1e3)
+    return out
+
+
+def reference_timer(op: str, target: str, xs: list[np.ndarray]):
+    """(name, zero-argument callable, sync) for the library the kernel is compared with on this target."""
+    o = OPS[op]
+    if target == "cpu":
+        name = {"gemm": "numpy matmul (OpenBLAS)", "conv1d": "numpy.convolve"}.get(op, "numpy (float32)")
+        return name, (lambda: o.reference(*xs, dtype="float32")), (lambda: None)
+    torch = _torch()
+    if torch is None or not torch.cuda.is_available():
+        return None
+    import torch.nn.functional as F
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    t = [torch.from_numpy(x).cuda() for x in xs]
+    if op == "gemm":
+        return "cuBLAS (torch.matmul, TF32 off)", (lambda: torch.matmul(t[0], t[1])), torch.cuda.synchronize
+    if op == "conv1d":
+        a, w = t[0].view(1, 1, -1), t[1].flip(0).view(1, 1, -1)
+        n = xs[1].shape[0]
+        return "cuDNN (F.conv1d)", (lambda: F.conv1d(a, w, padding=n - 1)), torch.cuda.synchronize
+    k = xs[1].shape[-1]
+    if op == "dwconv2d":
+        c = xs[0].shape[1]
+        return "cuDNN (F.conv2d groups=C)", (lambda: F.conv2d(t[0], t[1], padding=(k - 1) // 2, groups=c)), \
+            torch.cuda.synchronize
+    c = xs[0].shape[1]
+    return "cuDNN (depthwise + pointwise F.conv2d)", \
+        (lambda: F.conv2d(F.conv2d(t[0], t[1], padding=(k - 1) // 2, groups=c), t[2])), torch.cuda.synchronize
+
+
+def run(op: str, shape: Shape, knobs, target: str, repeat: int = 5, with_reference: bool = True) -> Result:
+    """Compile, verify, time the kernel and the reference library in this process; medians after warm-up."""
+    why = target_available(target)
+    if why:
+        raise RuntimeError(why)
+    o = OPS[op]
+    _, mod, compile_s = compiled(op, tuple(shape.items()), knobs, target)
+    rel, args, xs = verify(op, shape, knobs, target)
+    with DEVICE_LOCKS.setdefault(target, threading.Lock()):
+        times = _time_tvm(mod, _tvm_dev(target), args, repeat)
+        ref = reference_timer(op, target, xs) if with_reference else None
+        ref_times = _time_host(ref[1], repeat, ref[2]) if ref else None
+    med = float(np.median(times))
+    q1, q3 = np.percentile(times, [25, 75])
+    ref_ms = float(np.median(ref_times)) if ref_times else None
+    return Result(
+        op=op, shape=dict(shape), target=target, device=device_name(target), knobs=knobs_text(knobs),
+        median_ms=med, spread_ms=float(q3 - q1), repeats=repeat,
+        gflops=o.flops(shape) / med / 1e6, gbps=o.min_bytes(shape) / med / 1e6,
+        rel_err=rel, ok=bool(rel < TOLERANCE), ref=ref[0] if ref else "", ref_ms=ref_ms,
+        vs_ref=(ref_ms / med) if ref_ms else None, compile_s=compile_s,
+        date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), versions=versions(),
+    )

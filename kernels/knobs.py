@@ -1,0 +1,578 @@
+"""Schedule knobs as frozen dataclasses, the four presets, and validation in plain sentences.
+
+Each operator x target has one knob class with named fields (what the app shows as widgets and the
+command line takes as `--knobs k=v,..`). `plan()` turns knobs into the generic plan that
+`schedules/` applies, so every operator shares one scheduling engine per target.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, fields, replace
+
+from .ops import OPS, Shape
+
+SCOPES = ("global", "shared", "local", "shared+local")
+STAGE_CPU = ("global", "inline", "compute_at")     # where a CPU intermediate (padding, depthwise result) lives
+ORDERS = ("k_outer", "k_inner", "plain")
+SHARED_LIMIT = 48 * 1024
+MAX_THREADS = 1024
+MAX_REGS = 255                                    # 32-bit registers a CUDA thread can address
+
+
+def _f(default, help: str, choices=None, lo: int = 1, hi: int = 4096):
+    return field(default=default, metadata={"help": help, "choices": choices, "lo": lo, "hi": hi})
+
+
+def tile(d, axis):
+    return _f(d, f"Block tile along {axis}: outputs one thread block (CPU: one cache block) computes.")
+
+
+def patch(d, axis):
+    return _f(d, f"Per-thread output patch along {axis}: each loaded value is reused this many times in registers.")
+
+
+def split(d, axis="K"):
+    return _f(d, f"Reduction split along {axis}: the inner tile; cached operands are loaded once per split.")
+
+
+def cache(d, t):
+    return _f(d, f"Where {t} is read from inside the reduction.", SCOPES)
+
+
+def cache_out(d):
+    return _f(d, "Where the accumulator lives: 'local' keeps the output patch in registers.", ("global", "local"))
+
+
+def vector(d, choices=(1, 2, 4)):
+    return _f(d, "Vector width of the innermost contiguous accesses (float4 = 4).", choices)
+
+
+def unroll(d):
+    return _f(d, "Maximum auto-unroll step (0 = no unrolling pragma).", (0, 16, 64, 256, 512), lo=0)
+
+
+def stage(d, t):
+    return _f(d, f"Where the {t} lives: its own global array, inlined into the reader, or computed per tile.", STAGE_CPU)
+
+
+def order(d):
+    return _f(d, "Loop order: k_outer = reduction tile outside the patch loops (cache blocking), "
+                 "k_inner = each patch accumulates over the whole reduction, plain = reduction innermost.", ORDERS)
+
+
+def parallel(d):
+    return _f(d, "Run the outer tile loop on all CPU cores.", (False, True))
+
+
+# ---------------------------------------------------------------- the generic plans
+@dataclass(frozen=True)
+class Plan:
+    """What schedules/ applies: one entry per spatial and reduction loop of the output block."""
+    target: str
+    tiles: tuple[int, ...]
+    patches: tuple[int, ...]
+    splits: tuple[int, ...]
+    caches: tuple[tuple[str, str], ...]       # (tensor read by the output block, scope or stage)
+    cache_out: str = "global"
+    vector: int = 1
+    unroll: int = 0
+    order: str = "k_outer"
+    parallel: bool = False
+
+
+def _fp(scope: str, shared_tile: int, local_all: int, local_step: int) -> tuple[int, int]:
+    """Footprint of one cached input: shared floats per block, register floats per thread.
+    'local' holds the thread's whole split in registers; 'shared+local' only one reduction step."""
+    return {"global": (0, 0), "shared": (shared_tile, 0), "local": (0, local_all),
+            "shared+local": (shared_tile, local_step)}[scope]
+
+
+def _acc(cache_c: str, patch: int) -> int:
+    return patch if cache_c == "local" else 0
+
+
+# ---------------------------------------------------------------- GPU knobs
+@dataclass(frozen=True)
+class GemmCuda:
+    tile_m: int = tile(64, "M")
+    tile_n: int = tile(64, "N")
+    patch_m: int = patch(4, "M")
+    patch_n: int = patch(4, "N")
+    k_split: int = split(16)
+    cache_a: str = cache("local", "A")
+    cache_b: str = cache("local", "B")
+    cache_c: str = cache_out("local")
+    vector: int = vector(4)
+    unroll: int = unroll(0)
+
+    def extents(self, s: Shape):
+        return {"m": ("M", s["M"]), "n": ("N", s["N"]), "k": ("K", s["K"])}
+
+    def footprint(self, s: Shape) -> tuple[int, int]:
+        """(floats in shared memory per block, floats in registers per thread)."""
+        a = _fp(self.cache_a, self.tile_m * self.k_split, self.patch_m * self.k_split, self.patch_m)
+        b = _fp(self.cache_b, self.k_split * self.tile_n, self.k_split * self.patch_n, self.patch_n)
+        return a[0] + b[0], a[1] + b[1] + _acc(self.cache_c, self.patch_m * self.patch_n)
+
+    def plan(self, s: Shape) -> Plan:
+        return Plan("cuda", (self.tile_m, self.tile_n), (self.patch_m, self.patch_n), (self.k_split,),
+                    (("A", self.cache_a), ("B", self.cache_b)), self.cache_c, self.vector, self.unroll)
+
+
+@dataclass(frozen=True)
+class Conv1dCuda:
+    tile: int = tile(256, "the output")
+    patch: int = patch(4, "the output")
+    k_split: int = split(64, "N")
+    cache_a: str = cache("local", "the padded signal A_pad")
+    cache_w: str = cache("local", "the kernel W")
+    cache_c: str = cache_out("local")
+    vector: int = vector(1)
+    unroll: int = unroll(0)
+
+    def extents(self, s: Shape):
+        return {"": ("M+N-1", s["M"] + s["N"] - 1), "k": ("N", s["N"])}
+
+    def footprint(self, s: Shape) -> tuple[int, int]:
+        a = _fp(self.cache_a, self.tile + self.k_split - 1, self.patch + self.k_split - 1, self.patch)
+        w = _fp(self.cache_w, self.k_split, self.k_split, 1)
+        return a[0] + w[0], a[1] + w[1] + _acc(self.cache_c, self.patch)
+
+    def plan(self, s: Shape) -> Plan:
+        return Plan("cuda", (self.tile,), (self.patch,), (self.k_split,),
+                    (("A_pad", self.cache_a), ("W", self.cache_w)), self.cache_c, self.vector, self.unroll)
+
+
+@dataclass(frozen=True)
+class DwconvCuda:
+    tile_h: int = tile(16, "H")
+    tile_w: int = tile(32, "W")
+    patch_h: int = patch(2, "H")
+    patch_w: int = patch(2, "W")
+    cache_x: str = cache("local", "the padded input X_pad")
+    cache_w: str = cache("local", "the kernel W")
+    cache_c: str = cache_out("local")
+    vector: int = vector(1)
+    unroll: int = unroll(0)
+
+    def extents(self, s: Shape):
+        return {"h": ("H", s["H"]), "w": ("W", s["W"])}
+
+    def footprint(self, s: Shape) -> tuple[int, int]:
+        K = s["K"]
+        x = _fp(self.cache_x, (self.tile_h + K - 1) * (self.tile_w + K - 1),
+                (self.patch_h + K - 1) * (self.patch_w + K - 1), self.patch_w)
+        w = _fp(self.cache_w, K * K, K * K, 1)
+        return x[0] + w[0], x[1] + w[1] + _acc(self.cache_c, self.patch_h * self.patch_w)
+
+    def plan(self, s: Shape) -> Plan:
+        return Plan("cuda", (1, 1, self.tile_h, self.tile_w), (1, 1, self.patch_h, self.patch_w), (s["K"], s["K"]),
+                    (("X_pad", self.cache_x), ("W", self.cache_w)), self.cache_c, self.vector, self.unroll)
+
+
+@dataclass(frozen=True)
+class DwsepCuda:
+    tile_f: int = tile(8, "F")
+    tile_h: int = tile(8, "H")
+    tile_w: int = tile(32, "W")
+    patch_f: int = patch(4, "F")
+    patch_h: int = patch(1, "H")
+    patch_w: int = patch(2, "W")
+    c_split: int = split(8, "C")
+    cache_d: str = cache("shared", "the depthwise result D")
+    cache_p: str = cache("local", "the pointwise weights P")
+    cache_c: str = cache_out("local")
+    vector: int = vector(1)
+    unroll: int = unroll(0)
+
+    def extents(self, s: Shape):
+        return {"f": ("F", s["F"]), "h": ("H", s["H"]), "w": ("W", s["W"]), "c": ("C", s["C"])}
+
+    def footprint(self, s: Shape) -> tuple[int, int]:
+        d = _fp(self.cache_d, self.c_split * self.tile_h * self.tile_w, self.c_split * self.patch_h * self.patch_w,
+                self.patch_h * self.patch_w)
+        p = _fp(self.cache_p, self.tile_f * self.c_split, self.patch_f * self.c_split, self.patch_f)
+        return d[0] + p[0], d[1] + p[1] + _acc(self.cache_c, self.patch_f * self.patch_h * self.patch_w)
+
+    def plan(self, s: Shape) -> Plan:
+        return Plan("cuda", (1, self.tile_f, self.tile_h, self.tile_w), (1, self.patch_f, self.patch_h, self.patch_w),
+                    (self.c_split,), (("D", self.cache_d), ("P", self.cache_p)), self.cache_c, self.vector, self.unroll)
+
+
+# ---------------------------------------------------------------- CPU knobs
+@dataclass(frozen=True)
+class GemmCpu:
+    tile_m: int = tile(64, "M")
+    tile_n: int = tile(64, "N")
+    patch_m: int = patch(4, "M")
+    patch_n: int = patch(32, "N")
+    k_split: int = split(256)
+    order: str = order("k_outer")
+    cache_b: str = _f("global", "'packed' copies each K x tile_n panel of B contiguously before use.", ("global", "packed"))
+    cache_c: str = cache_out("local")
+    vector: int = vector(16, (1, 4, 8, 16))
+    parallel: bool = parallel(True)
+    unroll: int = unroll(0)
+
+    def extents(self, s: Shape):
+        return {"m": ("M", s["M"]), "n": ("N", s["N"]), "k": ("K", s["K"])}
+
+    def plan(self, s: Shape) -> Plan:
+        return Plan("cpu", (self.tile_m, self.tile_n), (self.patch_m, self.patch_n), (self.k_split,),
+                    (("B", self.cache_b),), self.cache_c, self.vector, self.unroll, self.order, self.parallel)
+
+
+@dataclass(frozen=True)
+class Conv1dCpu:
+    tile: int = tile(256, "the output")
+    patch: int = patch(16, "the output")
+    k_split: int = split(1024, "N")
+    order: str = order("k_outer")
+    pad: str = stage("compute_at", "padded signal A_pad")
+    cache_c: str = cache_out("local")
+    vector: int = vector(16, (1, 4, 8, 16))
+    parallel: bool = parallel(True)
+    unroll: int = unroll(0)
+
+    def extents(self, s: Shape):
+        return {"": ("M+N-1", s["M"] + s["N"] - 1), "k": ("N", s["N"])}
+
+    def plan(self, s: Shape) -> Plan:
+        return Plan("cpu", (self.tile,), (self.patch,), (self.k_split,), (("A_pad", self.pad),),
+                    self.cache_c, self.vector, self.unroll, self.order, self.parallel)
+
+
+@dataclass(frozen=True)
+class DwconvCpu:
+    tile_h: int = tile(8, "H")
+    tile_w: int = tile(64, "W")
+    patch_h: int = patch(1, "H")
+    patch_w: int = patch(16, "W")
+    order: str = order("k_outer")
+    pad: str = stage("compute_at", "padded input X_pad")
+    cache_c: str = cache_out("local")
+    vector: int = vector(16, (1, 4, 8, 16))
+    parallel: bool = parallel(True)
+    unroll: int = unroll(0)
+
+    def extents(self, s: Shape):
+        return {"h": ("H", s["H"]), "w": ("W", s["W"])}
+
+    def plan(self, s: Shape) -> Plan:
+        return Plan("cpu", (1, 1, self.tile_h, self.tile_w), (1, 1, self.patch_h, self.patch_w), (s["K"], s["K"]),
+                    (("X_pad", self.pad),), self.cache_c, self.vector, self.unroll, self.order, self.parallel)
+
+
+@dataclass(frozen=True)
+class DwsepCpu:
+    tile_f: int = tile(16, "F")
+    tile_h: int = tile(4, "H")
+    tile_w: int = tile(64, "W")
+    patch_f: int = patch(4, "F")
+    patch_h: int = patch(1, "H")
+    patch_w: int = patch(16, "W")
+    c_split: int = split(64, "C")
+    order: str = order("k_outer")
+    d: str = _f("compute_at", "Where the depthwise result D lives: its own global array, or computed per tile "
+                              "inside the pointwise loop nest.", ("global", "compute_at"))
+    cache_c: str = cache_out("local")
+    vector: int = vector(16, (1, 4, 8, 16))
+    parallel: bool = parallel(True)
+    unroll: int = unroll(0)
+
+    def extents(self, s: Shape):
+        return {"f": ("F", s["F"]), "h": ("H", s["H"]), "w": ("W", s["W"]), "c": ("C", s["C"])}
+
+    def plan(self, s: Shape) -> Plan:
+        return Plan("cpu", (1, self.tile_f, self.tile_h, self.tile_w), (1, self.patch_f, self.patch_h, self.patch_w),
+                    (self.c_split,), (("D", self.d),), self.cache_c, self.vector, self.unroll, self.order, self.parallel)
+
+
+KNOBS: dict[tuple[str, str], type] = {
+    ("gemm", "cuda"): GemmCuda, ("conv1d", "cuda"): Conv1dCuda,
+    ("dwconv2d", "cuda"): DwconvCuda, ("dwsep_conv2d", "cuda"): DwsepCuda,
+    ("gemm", "cpu"): GemmCpu, ("conv1d", "cpu"): Conv1dCpu,
+    ("dwconv2d", "cpu"): DwconvCpu, ("dwsep_conv2d", "cpu"): DwsepCpu,
+}
+
+
+# ---------------------------------------------------------------- presets
+BIG = 1 << 30        # "the whole axis": fit() clamps it to the extent
+
+PRESETS: dict[tuple[str, str], dict[str, dict]] = {
+    ("gemm", "cuda"): {
+        "baseline": dict(tile_m=1, tile_n=1, patch_m=1, patch_n=1, k_split=BIG, cache_a="global", cache_b="global",
+                         cache_c="global", vector=1),
+        "naive": dict(tile_m=16, tile_n=16, patch_m=1, patch_n=1, k_split=BIG, cache_a="global", cache_b="global",
+                      cache_c="global", vector=1),
+        "seed": dict(tile_m=64, tile_n=64, patch_m=4, patch_n=4, k_split=16, cache_a="local", cache_b="local",
+                     cache_c="local", vector=4),
+        "best": dict(tile_m=64, tile_n=64, patch_m=4, patch_n=4, k_split=16, cache_a="shared+local",
+                     cache_b="shared+local", cache_c="local", vector=4),
+    },
+    ("conv1d", "cuda"): {
+        "baseline": dict(tile=1, patch=1, k_split=BIG, cache_a="global", cache_w="global", cache_c="global"),
+        "naive": dict(tile=256, patch=1, k_split=BIG, cache_a="global", cache_w="global", cache_c="global"),
+        "seed": dict(tile=256, patch=4, k_split=32, cache_a="local", cache_w="local", cache_c="local"),
+        "best": dict(tile=256, patch=4, k_split=64, cache_a="shared", cache_w="shared", cache_c="local"),
+    },
+    ("dwconv2d", "cuda"): {
+        "baseline": dict(tile_h=1, tile_w=1, patch_h=1, patch_w=1, cache_x="global", cache_w="global", cache_c="global"),
+        "naive": dict(tile_h=8, tile_w=32, patch_h=1, patch_w=1, cache_x="global", cache_w="global", cache_c="global"),
+        "seed": dict(tile_h=16, tile_w=32, patch_h=2, patch_w=2, cache_x="local", cache_w="local", cache_c="local"),
+        "best": dict(tile_h=16, tile_w=32, patch_h=2, patch_w=2, cache_x="shared", cache_w="local", cache_c="local"),
+    },
+    ("dwsep_conv2d", "cuda"): {
+        "baseline": dict(tile_f=1, tile_h=1, tile_w=1, patch_f=1, patch_h=1, patch_w=1, c_split=BIG,
+                         cache_d="global", cache_p="global", cache_c="global"),
+        "naive": dict(tile_f=1, tile_h=8, tile_w=32, patch_f=1, patch_h=1, patch_w=1, c_split=BIG,
+                      cache_d="global", cache_p="global", cache_c="global"),
+        "seed": dict(tile_f=8, tile_h=8, tile_w=32, patch_f=4, patch_h=1, patch_w=2, c_split=8,
+                     cache_d="local", cache_p="local", cache_c="local"),
+        "best": dict(tile_f=8, tile_h=8, tile_w=32, patch_f=4, patch_h=1, patch_w=2, c_split=8,
+                     cache_d="shared", cache_p="local", cache_c="local"),
+    },
+    ("gemm", "cpu"): {
+        "baseline": dict(tile_m=1, tile_n=1, patch_m=1, patch_n=1, k_split=BIG, order="plain", cache_c="global",
+                         vector=1, parallel=False),
+        "naive": dict(tile_m=1, tile_n=1, patch_m=1, patch_n=1, k_split=BIG, order="plain", cache_c="global",
+                      vector=1, parallel=True),
+        "seed": dict(tile_m=64, tile_n=64, patch_m=4, patch_n=16, k_split=64, order="k_outer", cache_c="local",
+                     vector=16, parallel=False),
+        "best": dict(tile_m=64, tile_n=64, patch_m=4, patch_n=64, k_split=256, order="k_outer", cache_b="packed",
+                     cache_c="local", vector=16, parallel=True),
+    },
+    ("conv1d", "cpu"): {
+        "baseline": dict(tile=1, patch=1, k_split=BIG, order="plain", pad="global", cache_c="global", vector=1,
+                         parallel=False),
+        "naive": dict(tile=1, patch=1, k_split=BIG, order="plain", pad="inline", cache_c="global", vector=1,
+                      parallel=True),
+        "seed": dict(tile=256, patch=16, k_split=BIG, order="k_outer", pad="compute_at", cache_c="local", vector=16,
+                     parallel=False),
+        "best": dict(tile=256, patch=16, k_split=BIG, order="k_outer", pad="compute_at", cache_c="local", vector=16,
+                     parallel=True),
+    },
+    ("dwconv2d", "cpu"): {
+        "baseline": dict(tile_h=1, tile_w=1, patch_h=1, patch_w=1, order="plain", pad="global", cache_c="global",
+                         vector=1, parallel=False),
+        "naive": dict(tile_h=1, tile_w=1, patch_h=1, patch_w=1, order="plain", pad="inline", cache_c="global",
+                      vector=1, parallel=True),
+        "seed": dict(tile_h=8, tile_w=64, patch_h=1, patch_w=16, order="k_outer", pad="compute_at", cache_c="local",
+                     vector=16, parallel=False),
+        "best": dict(tile_h=8, tile_w=64, patch_h=1, patch_w=16, order="k_outer", pad="compute_at", cache_c="local",
+                     vector=16, parallel=True),
+    },
+    ("dwsep_conv2d", "cpu"): {
+        "baseline": dict(tile_f=1, tile_h=1, tile_w=1, patch_f=1, patch_w=1, c_split=BIG, order="plain", d="global",
+                         cache_c="global", vector=1, parallel=False),
+        "naive": dict(tile_f=1, tile_h=1, tile_w=1, patch_f=1, patch_w=1, c_split=BIG, order="plain", d="inline",
+                      cache_c="global", vector=1, parallel=True),
+        "seed": dict(tile_f=16, tile_h=4, tile_w=64, patch_f=4, patch_w=16, c_split=BIG, order="k_outer",
+                     d="compute_at", cache_c="local", vector=16, parallel=False),
+        "best": dict(tile_f=16, tile_h=4, tile_w=64, patch_f=4, patch_w=16, c_split=BIG, order="k_outer",
+                     d="compute_at", cache_c="local", vector=16, parallel=True),
+    },
+}
+PRESET_NAMES = ("baseline", "naive", "seed", "best")
+
+
+class KnobError(ValueError):
+    """Bad input: one plain sentence per problem, each naming the fix."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__(" ".join(problems))
+
+
+def knob_class(op: str, target: str) -> type:
+    if op not in OPS:
+        raise KnobError([f"Unknown operator '{op}'; choose one of {', '.join(OPS)}."])
+    if (op, target) not in KNOBS:
+        targets = sorted({t for (o, t) in KNOBS if o == op})
+        raise KnobError([f"Unknown target '{target}'; choose one of {', '.join(targets)}."])
+    return KNOBS[(op, target)]
+
+
+
+def fit(k, s: Shape):
+    """Clamp a preset to a shape: tiles and splits no larger than their axes, patches dividing tiles,
+    the widest vector that the shape allows."""
+    ext = k.extents(s)
+    ch = {}
+    for x, (_, n) in ext.items():
+        t, p = (f"tile_{x}", f"patch_{x}") if x else ("tile", "patch")
+        if hasattr(k, t):
+            pv = min(getattr(k, p), n)
+            tv = min(getattr(k, t), max(pv, n // pv * pv))
+            ch[t], ch[p] = tv // pv * pv, pv
+        if hasattr(k, f"{x}_split"):
+            ch[f"{x}_split"] = min(getattr(k, f"{x}_split"), n)
+    k = replace(k, **ch)
+    if hasattr(k, "vector"):
+        choices = [v for v in fields_of(k)["vector"].metadata["choices"] if v <= k.vector]
+        for v in sorted(choices, reverse=True):
+            cand = replace(k, vector=v)
+            if not _vector_problems(cand, s):
+                return cand
+    return k
+
+
+def fields_of(k) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in fields(k)}
+
+
+def preset(op: str, target: str, name: str, s: Shape):
+    cls = knob_class(op, target)
+    if name not in PRESET_NAMES:
+        raise KnobError([f"Unknown preset '{name}'; choose one of {', '.join(PRESET_NAMES)}."])
+    return fit(cls(**PRESETS[(op, target)][name]), s)
+
+
+def _inner_axis(k) -> tuple[str, str, str]:
+    """(patch field, tile field, extent key) of the innermost (contiguous) output axis."""
+    x = list(k.extents({d: 1 for d in "MNKBCHWF"}))
+    x = [a for a in x if hasattr(k, f"tile_{a}" if a else "tile")][-1]
+    return (f"patch_{x}" if x else "patch"), (f"tile_{x}" if x else "tile"), x
+
+
+def _vector_problems(k, s: Shape) -> list[str]:
+    v = getattr(k, "vector", 1)
+    if v == 1:
+        return []
+    p, t, x = _inner_axis(k)
+    label, n = k.extents(s)[x]
+    out = []
+    if getattr(k, p) % v:
+        out.append(f"vector={v} needs {p} to be a multiple of {v} (it is {getattr(k, p)}); "
+                   f"use vector={_largest_divisor(getattr(k, p), v)} or a wider patch.")
+    if isinstance(k, (GemmCuda,)) and (s["N"] % v or s["K"] % v):
+        out.append(f"vector={v} needs K and N divisible by {v} so every row starts on a {4 * v}-byte boundary "
+                   f"(K={s['K']}, N={s['N']}); use vector=1.")
+    elif "cuda" in type(k).__name__.lower() and n % v:
+        out.append(f"vector={v} needs {label} divisible by {v} so every row starts on a {4 * v}-byte boundary "
+                   f"({label}={n}); use vector=1.")
+    return out
+
+
+def _largest_divisor(n: int, below: int) -> int:
+    return max(d for d in (1, 2, 4, 8, 16) if d <= below and n % d == 0)
+
+
+def validate(op: str, target: str, k, s: Shape) -> list[str]:
+    """Every violated rule as one sentence naming the problem and the fix; [] when the knobs are valid."""
+    out = []
+    for f in fields(k):
+        v, meta = getattr(k, f.name), f.metadata
+        if meta.get("choices") is not None and v not in meta["choices"]:
+            out.append(f"{f.name}={v} is not one of {', '.join(map(str, meta['choices']))}; pick one of those.")
+        elif isinstance(v, int) and not isinstance(v, bool) and v < meta.get("lo", 1):
+            out.append(f"{f.name}={v} must be at least {meta.get('lo', 1)}.")
+    if out:
+        return out
+    for x, (label, n) in k.extents(s).items():
+        t, p = (f"tile_{x}", f"patch_{x}") if x else ("tile", "patch")
+        if hasattr(k, t):
+            tv, pv = getattr(k, t), getattr(k, p)
+            if tv > n:
+                out.append(f"{t}={tv} is larger than {label}={n}; use at most {n}.")
+            if pv > tv:
+                out.append(f"{p}={pv} is larger than {t}={tv}; a patch must fit inside its tile.")
+            elif tv % pv:
+                out.append(f"{t}={tv} is not a multiple of {p}={pv}; pick a patch that divides the tile, "
+                           f"e.g. {_largest_divisor(tv, pv)}.")
+        sp = f"{x}_split"
+        if hasattr(k, sp) and getattr(k, sp) > n:
+            out.append(f"{sp}={getattr(k, sp)} is larger than {label}={n}; use at most {n}.")
+    if out:
+        return out
+    if target == "cuda":
+        threads = 1
+        for x in k.extents(s):
+            t, p = (f"tile_{x}", f"patch_{x}") if x else ("tile", "patch")
+            if hasattr(k, t):
+                threads *= getattr(k, t) // getattr(k, p)
+        if threads > MAX_THREADS:
+            out.append(f"The block would have {threads} threads (tile / patch on each axis); CUDA allows at most "
+                       f"{MAX_THREADS}, so use a larger patch or a smaller tile.")
+        smem, regs = k.footprint(s)
+        if smem * 4 > SHARED_LIMIT:
+            out.append(f"The shared-memory tiles need {smem * 4 / 1024:.1f} KB per block, over the "
+                       f"{SHARED_LIMIT // 1024} KB limit; shrink the tile or the split, or cache less in 'shared'.")
+        if regs > MAX_REGS:
+            out.append(f"Each thread would hold {regs} floats in registers, over the {MAX_REGS} a CUDA thread can "
+                       f"address; lower the split or the patch, or cache in 'shared+local' instead of 'local'.")
+    out += _vector_problems(k, s)
+    return out
+
+
+def parse_knobs(op: str, target: str, text: str, base=None):
+    """`tile_m=64,cache_a=shared` -> knobs (starting from `base` or the class defaults)."""
+    cls = knob_class(op, target)
+    fl = {f.name: f for f in fields(cls)}
+    ch, bad = {}, []
+    for item in filter(None, (t.strip() for t in (text or "").split(","))):
+        key, eq, val = item.partition("=")
+        key, val = key.strip(), val.strip()
+        if not eq or key not in fl:
+            bad.append(f"'{item}' is not a knob of {op} on {target}; the knobs are {', '.join(fl)} (as name=value).")
+            continue
+        default = fl[key].default
+        if isinstance(default, bool):
+            if val.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                bad.append(f"{key} must be true or false, not '{val}'.")
+                continue
+            ch[key] = val.lower() in ("true", "1", "yes")
+        elif isinstance(default, int):
+            try:
+                ch[key] = int(val)
+            except ValueError:
+                bad.append(f"{key} must be a whole number, not '{val}'.")
+        else:
+            ch[key] = val
+    if bad:
+        raise KnobError(bad)
+    return replace(base or cls(), **ch)
+
+
+def knobs_text(k) -> str:
+    return ",".join(f"{f.name}={str(getattr(k, f.name)).lower() if isinstance(getattr(k, f.name), bool) else getattr(k, f.name)}"
+                    for f in fields(k))
+
+
+def parse_shape(op: str, text: str) -> Shape:
+    if op not in OPS:
+        raise KnobError([f"Unknown operator '{op}'; choose one of {', '.join(OPS)}."])
+    dims = OPS[op].dims
+    s, bad = {}, []
+    for item in filter(None, (t.strip() for t in (text or "").split(","))):
+        key, eq, val = item.partition("=")
+        key = key.strip().upper()
+        if not eq or key not in dims:
+            bad.append(f"'{item}' is not a dimension of {op}; give {','.join(d + '=..' for d in dims)}.")
+            continue
+        try:
+            s[key] = int(val)
+            if s[key] < 1:
+                raise ValueError
+        except ValueError:
+            bad.append(f"{key} must be a positive whole number, not '{val.strip()}'.")
+    missing = [d for d in dims if d not in s]
+    if missing and not bad:
+        bad.append(f"The shape is missing {', '.join(missing)}; {op} needs {','.join(d + '=..' for d in dims)}.")
+    if bad:
+        raise KnobError(bad)
+    shape = {d: s[d] for d in dims}
+    rules = OPS[op].shape_rules(shape)
+    if rules:
+        raise KnobError(rules)
+    return shape
+
+
+def resolve(op: str, target: str, s: Shape, preset_name: str | None = None, knobs_text_: str | None = None):
+    """Preset and/or knob overrides -> validated knobs; raises KnobError with every problem."""
+    base = preset(op, target, preset_name, s) if preset_name else fit(knob_class(op, target)(), s)
+    k = parse_knobs(op, target, knobs_text_, base) if knobs_text_ else base
+    problems = validate(op, target, k, s)
+    if problems:
+        raise KnobError(problems)
+    return k

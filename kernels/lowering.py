@@ -1,0 +1,55 @@
+"""Targets and the one lowering pipeline that compiling, counting and the tile trace all walk."""
+from __future__ import annotations
+
+import functools
+import re
+
+import tvm
+from tvm import s_tir, tirx
+
+CUDA_ARCH = "sm_90"
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_name() -> str:
+    """A real CPU name for LLVM: 'native' falls back to generic with the wheel's triple (no AVX at all)."""
+    try:
+        flags = set(re.search(r"^flags\s*:(.*)$", open("/proc/cpuinfo").read(), re.M).group(1).split())
+    except (OSError, AttributeError):
+        return "generic"
+    if "avx512f" in flags:
+        return "skylake-avx512"
+    if "avx2" in flags:
+        return "haswell"
+    return "x86-64"
+
+
+def tvm_target(target: str) -> tvm.target.Target:
+    if target == "cpu":
+        return tvm.target.Target({"kind": "llvm", "mcpu": cpu_name(), "mtriple": "x86_64-linux-gnu"})
+    if target == "cuda":
+        return tvm.target.Target({"kind": "cuda", "arch": CUDA_ARCH})
+    raise ValueError(target)
+
+
+def passes():
+    """tvm/s_tir/pipeline.py's default pipeline up to SplitHostDevice: one flat PrimFunc to walk."""
+    return [
+        s_tir.transform.CanonicalizeLoop(), s_tir.transform.LowerCrossThreadReduction(),
+        s_tir.transform.LowerInitBlock(), s_tir.transform.PlanAndUpdateBufferAllocationLocation(),
+        s_tir.transform.ConvertBlocksToOpaque(), s_tir.transform.LiftThreadBinding(),
+        s_tir.transform.ManifestSharedMemoryLocalStage(), s_tir.transform.CompactBufferAllocation(),
+        s_tir.transform.LowerAutoCopy(), s_tir.transform.UnifyThreadBinding(), s_tir.transform.LowerMatchBuffer(),
+        s_tir.transform.StmtSimplify(), s_tir.transform.InjectPermutedLayout(),
+        s_tir.transform.AnnotateIrregularLoop(), s_tir.transform.InjectSoftwarePipeline(),
+        s_tir.transform.TransformMmaBufferLayout(), s_tir.transform.LowerOpaqueBlock(),
+        tirx.transform.FlattenBuffer(), tirx.transform.NarrowDataType(32), s_tir.transform.LoopPartition(),
+        tirx.transform.VectorizeLoop(True), s_tir.transform.InjectVirtualThread(),
+        s_tir.transform.InjectDoubleBuffer(), tirx.transform.StorageRewrite(), tirx.transform.UnrollLoop(),
+        tirx.transform.StmtSimplify(), tirx.transform.RemoveNoOp(), s_tir.transform.ThreadSync("shared"),
+    ]
+
+
+def lower(mod: tvm.IRModule, target: str) -> tvm.IRModule:
+    with tvm_target(target):
+        return tvm.ir.transform.Sequential(passes())(mod)

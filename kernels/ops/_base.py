@@ -1,0 +1,34 @@
+"""The Operator record: one operator's math, reference, cost and sizes, stated once."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+Shape = dict[str, int]
+
+
+@dataclass(frozen=True)
+class Operator:
+    name: str
+    title: str
+    math: str                                   # the definition, one line, for people
+    dims: tuple[str, ...]                       # shape keys, in command-line order
+    inputs: tuple[str, ...]                     # input tensor names, in argument order
+    output: str                                 # output tensor name
+    define: Callable[[Shape], list]             # te tensors: inputs..., output
+    input_shapes: Callable[[Shape], list[tuple[int, ...]]]
+    output_shape: Callable[[Shape], tuple[int, ...]]
+    reference: Callable[..., np.ndarray]        # float64 numpy, same argument order
+    flops: Callable[[Shape], int]
+    shape_rules: Callable[[Shape], list[str]] = lambda s: []
+    sizes: dict[str, Shape] = field(default_factory=dict)   # named shapes: speed-test, large, tile
+
+    def random_inputs(self, shape: Shape, rng: np.random.Generator) -> list[np.ndarray]:
+        return [rng.uniform(-1.0, 1.0, s).astype("float32") for s in self.input_shapes(shape)]
+
+    def min_bytes(self, shape: Shape) -> int:
+        """Each input read once and the output written once, float32."""
+        elems = sum(int(np.prod(s)) for s in self.input_shapes(shape))
+        return 4 * (elems + int(np.prod(self.output_shape(shape))))

@@ -1,0 +1,135 @@
+"""The GPU schedule engine: a Plan (tiles, patches, splits, cache scopes) -> CUDA TensorIR.
+
+The loop nest it builds, for every operator:
+    blockIdx.x   = fused block tiles          (bo)
+      for ro     = reduction tiles            (cached operands are staged here)
+        threadIdx.x = fused threads in tile   (to)
+          for ri = one reduction tile
+            for p = the thread's output patch (register accumulators)
+"""
+from __future__ import annotations
+
+from math import prod
+
+from tvm.s_tir import Schedule
+
+from ..knobs import Plan
+from ._common import Steps, inline_pads, producer, read_index
+
+
+def _cooperative(sch: Schedule, blk, depth: int, threads: int, vector: int, steps: Steps, name: str) -> None:
+    """All threads of the block share the copy: fuse the copy loops, split by thread count (and vector).
+    A computed stage (the depthwise D) keeps its reduction loops inside: each thread finishes its elements."""
+    loops = sch.get_loops(blk)[depth:]
+    n_red = len([iv for iv in sch.get(blk).iter_vars if iv.iter_type == 2 and int(iv.dom.extent) > 1])
+    loops = loops[:len(loops) - n_red]
+    if not loops:           # a one-element stage: every thread computes it, nothing to share
+        return
+    f = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    if vector > 1:
+        _, t, v = sch.split(f, [None, threads, vector])
+        sch.vectorize(v)
+        steps(f"cooperative fill of {name}: all {threads} threads copy {vector} contiguous floats each (one "
+              f"{32 * vector // 8}-byte load) per pass, so a warp's loads coalesce.")
+    else:
+        _, t = sch.split(f, [None, threads])
+        steps(f"cooperative fill of {name}: all {threads} threads copy one element each per pass; neighbouring "
+              "threads read neighbouring addresses, so a warp's loads coalesce.")
+    sch.bind(t, "threadIdx.x")
+
+
+def _naive_stage(sch: Schedule, blk, steps: Steps, name: str) -> None:
+    """An intermediate kept in global memory runs as its own kernel, one thread per element."""
+    loops = sch.get_loops(blk)
+    n_sp = len([iv for iv in sch.get(blk).iter_vars if iv.iter_type == 0])
+    f = sch.fuse(*loops[:n_sp])
+    bx, tx = sch.split(f, [None, 256])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    steps(f"{name} stays in global memory: its own kernel, one thread per element, 256 threads per block.")
+
+
+def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
+    blk = sch.get_sblock("C")
+    staged = {n for n, s in plan.caches if s != "global"}
+    inline_pads(sch, staged, steps)
+    for name, scope in plan.caches:
+        d = producer(sch, name)
+        if d is not None and scope == "global" and not name.endswith("_pad"):
+            _naive_stage(sch, d, steps, name)
+
+    loops = sch.get_loops(blk)
+    ns = len(plan.tiles)
+    bo, to, po, ro, ri = [], [], [], [], []
+    for loop, t, p in zip(loops[:ns], plan.tiles, plan.patches):
+        b, th, pp = sch.split(loop, [None, t // p, p])
+        bo.append(b), to.append(th), po.append(pp)
+    for loop, s in zip(loops[ns:], plan.splits):
+        o, i = sch.split(loop, [None, s])
+        ro.append(o), ri.append(i)
+    sch.reorder(*bo, *ro, *to, *ri, *po)
+    steps(f"split each output axis into block tile {'x'.join(map(str, plan.tiles))} and thread patch "
+          f"{'x'.join(map(str, plan.patches))}; the reduction into tiles of {'x'.join(map(str, plan.splits))}; "
+          "reduction tiles outside the threads so a tile's operands can be staged once for all of them.")
+    bx = sch.fuse(*bo)
+    sch.bind(bx, "blockIdx.x")
+    tx = sch.fuse(*to)
+    sch.bind(tx, "threadIdx.x")
+    threads = prod(t // p for t, p in zip(plan.tiles, plan.patches))
+    steps(f"bind the block tiles to blockIdx.x and the {threads} threads of a tile to threadIdx.x; each thread "
+          f"owns a {'x'.join(map(str, plan.patches))} patch of outputs, reusing every loaded value that many times.")
+    depth = 1 + len(ro)           # loops above a stage computed at the last reduction tile: bx, ro...
+
+    for name, scope in plan.caches:
+        if scope == "global":
+            continue
+        d = producer(sch, name)
+        if scope in ("shared", "shared+local"):
+            if d is not None:
+                sch.set_scope(d, 0, "shared")
+                stage = d
+            else:
+                stage = sch.cache_read(blk, read_index(sch, blk, name), "shared")
+            sch.compute_at(stage, ro[-1])
+            vec = plan.vector if (d is None and _fill_vectorizable(sch, stage, depth, threads, plan.vector)) else 1
+            _cooperative(sch, stage, depth, threads, vec, steps, f"{name}_shared")
+            steps(f"stage {name} in shared memory once per reduction tile: every thread of the block reads the "
+                  "tile from shared memory instead of global; barriers separate the fill from the use.")
+            if scope == "shared+local":
+                loc = sch.cache_read(blk, read_index(sch, blk, sch.get(stage).writes[0].source.name), "local")
+                sch.compute_at(loc, ri[-1])
+                steps(f"copy the thread's slice of {name} from shared into registers at each reduction step: "
+                      "the patch loop then reads registers only.")
+        else:   # local
+            if d is not None:
+                sch.set_scope(d, 0, "local")
+                stage = d
+            else:
+                stage = sch.cache_read(blk, read_index(sch, blk, name), "local")
+            sch.compute_at(stage, tx)
+            steps(f"cache {name} in per-thread registers once per reduction tile: no barrier, but every thread "
+                  "loads its own copy from global.")
+
+    if plan.cache_out == "local":
+        out = sch.cache_write(blk, 0, "local")
+        sch.reverse_compute_at(out, tx)
+        steps("accumulate the output patch in registers (C_local) and write it to global once at the end.")
+        inner = sch.get_loops(out)[-1]
+        if plan.vector > 1 and plan.patches[-1] % plan.vector == 0:
+            _, v = sch.split(inner, [None, plan.vector])
+            sch.vectorize(v)
+            steps(f"vectorize the patch write-back: {plan.vector} floats per store.")
+    sch.decompose_reduction(blk, ro[0])
+    steps("decompose the reduction: zero the accumulators once before the reduction loops.")
+    if plan.unroll:
+        sch.annotate(bx, "pragma_auto_unroll_max_step", plan.unroll)
+        sch.annotate(bx, "pragma_unroll_explicit", 1)
+        steps(f"unroll inner loops up to {plan.unroll} steps: fewer branches, more independent loads in flight.")
+    return sch
+
+
+def _fill_vectorizable(sch: Schedule, stage, depth: int, threads: int, vector: int) -> bool:
+    if vector == 1:
+        return False
+    ext = [int(sch.get(l).extent) for l in sch.get_loops(stage)[depth:]]
+    return ext[-1] % vector == 0 and prod(ext) % (threads * vector) == 0
