@@ -1,0 +1,131 @@
+"""The simulator's plain records and the pure summaries the pictures need (no TVM, no GPU).
+
+traffic.py emits these; viz/ and the pages read them. Tests build them by hand.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+LEVELS = ("global", "shared", "register")
+KINDS = ("read", "write", "barrier")
+
+
+@dataclass(frozen=True)
+class Access:
+    """One element access by one thread, in the order the tile trace plays them."""
+    step: int                   # position in the trace
+    phase: int                  # barrier-delimited phase: shared fills and compute are separate phases
+    block: int                  # linear block index (blockIdx.x; 0 on the CPU)
+    thread: int                 # linear thread index inside the block (0 on the CPU)
+    tensor: str                 # the operator's tensor the element belongs to: A, B, C, W, X, P or D
+    index: tuple[int, ...]      # index into that tensor (its own shape); () for a barrier
+    level: str                  # global | shared | register
+    kind: str                   # read | write | barrier
+    buffer: str = ""            # the buffer touched: A, A_shared, A_shared_local, C_local, ...
+
+
+@dataclass(frozen=True)
+class Trace:
+    op: str
+    shape: dict
+    target: str
+    knobs: str
+    records: tuple[Access, ...]
+    blocks: int                 # blocks launched (1 on the CPU)
+    threads: int                # threads per block (1 on the CPU)
+    tensors: dict = field(default_factory=dict)     # tensor name -> shape
+    inputs: tuple[str, ...] = ()
+    output: str = "C"
+
+    @property
+    def phases(self) -> int:
+        return 1 + max((r.phase for r in self.records), default=0)
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Exact counts for one kernel at full size."""
+    per_tensor: dict            # tensor -> level -> {"read": n, "write": n}   (elements)
+    instructions: dict          # "global_ld" ... -> warp-level (CUDA) or scalar+vector (CPU) instructions
+    ncu: dict                   # Nsight Compute metric name -> predicted value (CUDA only)
+    effects: tuple[str, ...]    # compiler effects modelled, in words
+    flops: int
+    min_bytes: int
+    blocks: int = 1
+    threads: int = 1
+    method: str = ""            # how the counts were obtained (closed form, enumeration)
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["effects"] = list(self.effects)
+        return d
+
+    def level_totals(self, kind: str = "read") -> dict[str, int]:
+        out = Counter()
+        for lv in self.per_tensor.values():
+            for level, v in lv.items():
+                out[level] += v[kind]
+        return {lvl: int(out[lvl]) for lvl in LEVELS}
+
+    def intensity(self) -> dict[str, float]:
+        """FLOPs per byte moved at each level: the x coordinate of a roofline point per level."""
+        rd, wr = self.level_totals("read"), self.level_totals("write")
+        return {lvl: self.flops / max(4 * (rd[lvl] + wr[lvl]), 1) for lvl in LEVELS}
+
+
+def totals(records, upto: int | None = None, thread: int | None = None, block: int | None = None,
+           kind: str = "read") -> dict[str, int]:
+    """Per-level counts of `kind` accesses with step <= upto, optionally for one thread / block."""
+    out = dict.fromkeys(LEVELS, 0)
+    for r in records:
+        if upto is not None and r.step > upto:
+            break
+        if r.kind != kind or (thread is not None and r.thread != thread) or (block is not None and r.block != block):
+            continue
+        out[r.level] += 1
+    return out
+
+
+def running(records, thread: int | None = None, block: int | None = None) -> list[dict[str, int]]:
+    """Per-level read totals after each record (the animation's counters), for one thread/block or all."""
+    cur = dict.fromkeys(LEVELS, 0)
+    out = []
+    for r in records:
+        if r.kind == "read" and (thread is None or r.thread == thread) and (block is None or r.block == block):
+            cur = {**cur, r.level: cur[r.level] + 1}
+        out.append(cur)
+    return out
+
+
+def reads_per_element(records, tensor: str, shape: tuple[int, ...], level: str | None = "global") -> np.ndarray:
+    """How many times each element of `tensor` was read (from `level`, or from any level): the reuse map."""
+    out = np.zeros(shape, dtype=np.int64)
+    for r in records:
+        if r.kind == "read" and r.tensor == tensor and (level is None or r.level == level) and r.index:
+            out[r.index] += 1
+    return out
+
+
+def max_global_reads(records, tensor: str) -> int:
+    """Global reads of the most-read element of `tensor`."""
+    c = Counter(r.index for r in records if r.kind == "read" and r.tensor == tensor and r.level == "global")
+    return max(c.values(), default=0)
+
+
+def passes_line(passes: int, naive: int, shared: int, local: int) -> str:
+    """The seed's comparison line, from computed numbers."""
+    return f"over {passes} passes: naive {naive}, shared {shared}, local {local}"
+
+
+def describe(r: Access, so_far: int) -> str:
+    """The seed's caption for one step, e.g. 'thread 3 reads one element of A straight from global memory'."""
+    if r.kind == "barrier":
+        return f"block {r.block}: barrier, every thread waits until the shared tile is complete"
+    where = {"global": "straight from global memory", "shared": "from shared memory",
+             "register": "from its registers"}[r.level]
+    verb = "reads" if r.kind == "read" else "writes"
+    idx = ", ".join(map(str, r.index))
+    return f"thread {r.thread} of block {r.block} {verb} {r.tensor}[{idx}] {where}; {r.level} reads so far: {so_far}"

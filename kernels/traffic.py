@@ -1,0 +1,149 @@
+"""Memory traffic from the lowered TensorIR: the tile trace (records to animate) and exact counts.
+
+Both views walk the same lowered PrimFunc that build.py compiles (lowering.passes()). The trace runs it
+on a drawable tile with the Python interpreter of _interp.py; counts() (in _count.py) counts it at full
+size without running it.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import fields, replace
+
+import numpy as np
+import tvm
+from tvm import te
+
+from . import _interp, lowering
+from ._tirpy import level_of, tensor_of
+from .knobs import KnobError, fit, knobs_text, validate
+from .ops import OPS, Shape
+from .records import Access, Counts, Trace
+from .schedules import create
+
+TILE_LIMIT = 4096          # output elements a drawable tile may have
+
+
+def tensor_shapes(op: str, shape: Shape) -> dict[str, tuple[int, ...]]:
+    """Every tensor of the operator's TE graph (inputs, intermediates such as A_pad or D, output)."""
+    out = {}
+    stack = [OPS[op].define(shape)[-1]]
+    while stack:
+        t = stack.pop()
+        name = t.op.name
+        if name not in out:
+            out[name] = tuple(int(d) for d in t.shape)
+            stack += list(t.op.input_tensors)
+    return out
+
+
+@functools.lru_cache(maxsize=512)
+def _lowered(op: str, shape_items: tuple, knobs, target: str, compact: bool):
+    sch, _ = create(op, dict(shape_items), knobs, target)
+    passes = lowering.passes()
+    if not compact:   # keep every buffer in its tensor's full index space, so a flat index names the element
+        drop = ("CompactBufferAllocation", "StorageRewrite")
+        passes = [p for p in passes if not any(d in str(p.info.name) for d in drop)]
+    with lowering.tvm_target(target):
+        return tvm.ir.transform.Sequential(passes)(sch.mod)["main"]
+
+
+def lowered(op: str, shape: Shape, knobs, target: str, compact: bool = True):
+    return _lowered(op, tuple(shape.items()), knobs, target, compact)
+
+
+@functools.lru_cache(maxsize=512)
+def _program(op: str, shape_items: tuple, knobs, target: str) -> _interp.Program:
+    return _interp.Program(_lowered(op, shape_items, knobs, target, False))
+
+
+def tiny(op: str, knobs, target: str) -> tuple[Shape, object]:
+    """The drawable tile: the operator's 'tile' size, knobs scaled down in proportion and then fitted.
+
+    Tiles and patches keep their ratio to the axis they tile (a 64-tile on a 1024 axis becomes a quarter
+    of the tiny axis, at least one patch); cache scopes, order and vector width carry over."""
+    s = dict(OPS[op].sizes["tile"])
+    big = OPS[op].sizes["speed test"]
+    k = knobs
+    ext_small, ext_big = k.extents(s), k.extents(big)
+    ch = {}
+    for x, (_, n) in ext_small.items():
+        nb = ext_big[x][1]
+        t, p = (f"tile_{x}", f"patch_{x}") if x else ("tile", "patch")
+        if hasattr(k, t):
+            pv = max(1, min(getattr(k, p), max(1, n // 4)))
+            tv = max(pv, round(getattr(k, t) * n / nb) // pv * pv)
+            ch[t], ch[p] = min(tv, n // pv * pv), pv
+        sp = f"{x}_split"
+        if hasattr(k, sp):
+            ch[sp] = max(1, min(n, round(getattr(k, sp) * n / nb)))
+    small = fit(replace(k, **ch), s)
+    if hasattr(small, "vector"):
+        small = replace(small, vector=min(small.vector, 4))
+        small = fit(small, s)
+    problems = validate(op, target, small, s)
+    if problems:
+        raise KnobError(problems)
+    return s, small
+
+
+def trace(op: str, shape: Shape, knobs, target: str, seed: int = 0) -> Trace:
+    """Run the lowered kernel on a small shape and return every access in execution order."""
+    out_elems = int(np.prod(OPS[op].output_shape(shape)))
+    if out_elems > TILE_LIMIT:
+        raise KnobError([f"The shape has {out_elems} outputs; a drawable tile allows at most {TILE_LIMIT}, "
+                         "so trace a smaller shape (traffic.tiny gives one)."])
+    log, prog, _ = _execute(op, shape, knobs, target, seed)
+    shapes = tensor_shapes(op, shape)
+    meta = []
+    for b in prog.bufs:
+        t = tensor_of(b.name)
+        tshape = shapes.get(t)
+        if tshape is None or int(np.prod(tshape)) != b.size:
+            tshape = (b.size,)
+        table = list(zip(*(a.tolist() for a in np.unravel_index(np.arange(b.size), tshape))))
+        meta.append((t, table, level_of(b.scope), b.name))
+    recs: list[Access] = []
+    block = thread = phase = 0
+    for e in log:
+        if e[0] == "T":
+            _, block, thread, phase = e
+            continue
+        if e[0] == "B":
+            recs.append(Access(len(recs), e[2], e[1], -1, "", (), "shared", "barrier", ""))
+            continue
+        bid, idx, kind = e
+        t, table, level, bname = meta[bid]
+        kind_s = "read" if kind == _interp.READ else "write"
+        for flat in (idx.tolist() if isinstance(idx, np.ndarray) else (idx,)):
+            recs.append(Access(len(recs), phase, block, thread, t, table[flat], level, kind_s, bname))
+    blocks = sum(k[1] for k in prog.kernels[:1])
+    return Trace(op=op, shape=dict(shape), target=target, knobs=knobs_text(knobs), records=tuple(recs),
+                 blocks=blocks, threads=max(k[2] for k in prog.kernels), tensors=shapes,
+                 inputs=OPS[op].inputs, output=OPS[op].output)
+
+
+def _execute(op: str, shape: Shape, knobs, target: str, seed: int):
+    prog = _program(op, tuple(shape.items()), knobs, target)
+    o = OPS[op]
+    xs = o.random_inputs(shape, np.random.default_rng(seed))
+    names = list(o.inputs) + [o.output]
+    inputs = {b.id: xs[names.index(b.name)].astype("float64").ravel().copy()
+              for b in prog.bufs if b.scope == "global" and b.name in names[:-1]}
+    log, G = _interp.run(prog, inputs)
+    out_id = next(b.id for b in prog.bufs if b.scope == "global" and b.name == o.output)
+    out = G[out_id].reshape(o.output_shape(shape))
+    return log, prog, (xs, out)
+
+
+def simulate(op: str, shape: Shape, knobs, target: str, seed: int = 0) -> float:
+    """rel. error of the interpreted kernel against the float64 reference (checks CUDA schedules on a CPU)."""
+    _, _, (xs, out) = _execute(op, shape, knobs, target, seed)
+    ref = OPS[op].reference(*xs)
+    if not np.isfinite(out).all():
+        return float("inf")
+    return float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
+def counts(op: str, shape: Shape, knobs, target: str) -> Counts:
+    from ._count import count
+    return count(op, shape, knobs, target, lowered(op, shape, knobs, target))
