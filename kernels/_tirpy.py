@@ -16,16 +16,15 @@ class Names:
     """Stable Python identifiers for TIR variables and buffers (keyed by the TVM object)."""
 
     def __init__(self):
-        self._ids: dict = {}
+        self._ids: list = []        # (object, name): TVM expressions overload ==, so no dict keys
         self._n = itertools.count()
 
     def __call__(self, obj, hint: str) -> str:
-        key = obj
-        for k, v in self._ids.items():
-            if k.same_as(key):
+        for k, v in self._ids:
+            if k.same_as(obj):
                 return v
         name = f"{''.join(c if c.isalnum() else '_' for c in hint)}_{next(self._n)}"
-        self._ids[obj] = name
+        self._ids.append((obj, name))
         return name
 
 

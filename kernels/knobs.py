@@ -576,3 +576,20 @@ def resolve(op: str, target: str, s: Shape, preset_name: str | None = None, knob
     if problems:
         raise KnobError(problems)
     return k
+
+
+def random_valid(op: str, target: str, s: Shape, rng, tries: int = 200):
+    """A random valid knob setting for the shape (for sweeps and tests); None if none was found."""
+    cls = knob_class(op, target)
+    for _ in range(tries):
+        ch = {}
+        for f in fields(cls):
+            meta = f.metadata
+            if meta.get("choices") is not None:
+                ch[f.name] = meta["choices"][rng.integers(len(meta["choices"]))]
+            else:
+                ch[f.name] = int(2 ** rng.integers(0, 8))
+        k = fit(cls(**ch), s)
+        if not validate(op, target, k, s):
+            return k
+    return None

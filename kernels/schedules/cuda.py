@@ -1,11 +1,13 @@
 """The GPU schedule engine: a Plan (tiles, patches, splits, cache scopes) -> CUDA TensorIR.
 
 The loop nest it builds, for every operator:
-    blockIdx.x   = fused block tiles          (bo)
-      for ro     = reduction tiles            (cached operands are staged here)
-        threadIdx.x = fused threads in tile   (to)
-          for ri = one reduction tile
-            for p = the thread's output patch (register accumulators)
+    blockIdx.x      = fused block tiles          (bo)
+      threadIdx.x   = fused threads in a tile    (to)
+        for ro      = reduction tiles            (operands are staged here: a shared stage's region spans
+                                                  every thread of the block, a local stage's one thread)
+          for ri    = one reduction tile
+            for p   = the thread's output patch  (register accumulators)
+        write the patch back                     (after the whole reduction)
 """
 from __future__ import annotations
 
@@ -67,10 +69,9 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     for loop, s in zip(loops[ns:], plan.splits):
         o, i = sch.split(loop, [None, s])
         ro.append(o), ri.append(i)
-    sch.reorder(*bo, *ro, *to, *ri, *po)
+    sch.reorder(*bo, *to, *ro, *ri, *po)
     steps(f"split each output axis into block tile {'x'.join(map(str, plan.tiles))} and thread patch "
-          f"{'x'.join(map(str, plan.patches))}; the reduction into tiles of {'x'.join(map(str, plan.splits))}; "
-          "reduction tiles outside the threads so a tile's operands can be staged once for all of them.")
+          f"{'x'.join(map(str, plan.patches))}, and the reduction into tiles of {'x'.join(map(str, plan.splits))}.")
     bx = sch.fuse(*bo)
     sch.bind(bx, "blockIdx.x")
     tx = sch.fuse(*to)
@@ -78,7 +79,7 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     threads = prod(t // p for t, p in zip(plan.tiles, plan.patches))
     steps(f"bind the block tiles to blockIdx.x and the {threads} threads of a tile to threadIdx.x; each thread "
           f"owns a {'x'.join(map(str, plan.patches))} patch of outputs, reusing every loaded value that many times.")
-    depth = 1 + len(ro)           # loops above a stage computed at the last reduction tile: bx, ro...
+    depth = 2 + len(ro)           # loops above a stage computed at the last reduction tile: bx, tx, ro...
 
     for name, scope in plan.caches:
         if scope == "global":
@@ -106,7 +107,7 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
                 stage = d
             else:
                 stage = sch.cache_read(blk, read_index(sch, blk, name), "local")
-            sch.compute_at(stage, tx)
+            sch.compute_at(stage, ro[-1])
             steps(f"cache {name} in per-thread registers once per reduction tile: no barrier, but every thread "
                   "loads its own copy from global.")
 
