@@ -134,11 +134,57 @@ def verify(op: str, shape: Shape, knobs, target: str, rng=None) -> tuple[float, 
     out = tvm.runtime.tensor(np.full(o.output_shape(shape), np.nan, "float32"), dev)
     mod["main"](*args, out)
     got = out.numpy().astype("float64")
-    ref = o.reference(*xs)
+    ref = _reference_float64(op, target, xs)
     rel = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
     if not np.isfinite(got).all():
         rel = float("inf")
     return rel, args + [out], xs
+
+
+def _reference_float64(op: str, target: str, xs: list[np.ndarray]) -> np.ndarray:
+    """The float64 reference: numpy, or torch in float64 on the GPU when it is there (same math, faster)."""
+    torch = _torch() if target == "cuda" else None
+    if torch is None or not torch.cuda.is_available():
+        return OPS[op].reference(*xs)
+    import torch.nn.functional as F
+    t = [torch.from_numpy(x).cuda().double() for x in xs]
+    if op == "gemm":
+        r = t[0] @ t[1]
+    elif op == "conv1d":
+        r = F.conv1d(t[0].view(1, 1, -1), t[1].flip(0).view(1, 1, -1), padding=xs[1].shape[0] - 1).view(-1)
+    else:
+        k = xs[1].shape[-1]
+        r = F.conv2d(t[0], t[1], padding=(k - 1) // 2, groups=xs[0].shape[1])
+        if op == "dwsep_conv2d":
+            r = F.conv2d(r, t[2])
+    return r.cpu().numpy()
+
+
+def dlight_module(op: str, shape: Shape, target: str = "cuda"):
+    """TVM's rule-based default GPU schedule (s_tir.dlight) for the same operator: 'what TVM does without a human'."""
+    from tvm.s_tir import dlight as dl
+    from .schedules import unscheduled
+    tgt = lowering.tvm_target(target)
+    with tgt:
+        mod = dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.GeneralReduction(), dl.gpu.Fallback())(
+            unscheduled(op, shape).mod)
+    return tvm.compile(mod, target=tgt).jit()
+
+
+def time_module(op: str, shape: Shape, mod, target: str, repeat: int = 5) -> tuple[float, float, float]:
+    """(median ms, IQR ms, rel. error) of any compiled module taking the operator's arguments."""
+    o = OPS[op]
+    dev = _tvm_dev(target)
+    xs = o.random_inputs(shape, np.random.default_rng())
+    args = [tvm.runtime.tensor(x, dev) for x in xs]
+    out = tvm.runtime.tensor(np.full(o.output_shape(shape), np.nan, "float32"), dev)
+    mod["main"](*args, out)
+    ref = _reference_float64(op, target, xs)
+    got = out.numpy().astype("float64")
+    rel = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)) if np.isfinite(got).all() else float("inf")
+    times = _time_tvm(mod, dev, args + [out], repeat)
+    q1, q3 = np.percentile(times, [25, 75])
+    return float(np.median(times)), float(q3 - q1), rel
 
 
 def _time_tvm(mod, dev, args, repeat: int) -> list[float]:
@@ -148,16 +194,19 @@ def _time_tvm(mod, dev, args, repeat: int) -> list[float]:
 
 
 def _time_host(fn, repeat: int, sync=lambda: None) -> list[float]:
+    """Median-ready repeats of `fn`; each repeat runs it back to back for at least 10 ms and synchronizes
+    once at the end, as time_evaluator does, so launch queues stay full on the GPU too."""
     fn(); sync()
+    t0 = time.perf_counter()
+    fn(); sync()
+    n = max(1, int(0.01 / max(time.perf_counter() - t0, 1e-7)))
     out = []
     for _ in range(repeat):
+        sync()
         t0 = time.perf_counter()
-        n = 0
-        while True:                               # at least 10 ms per repeat, like time_evaluator
-            fn(); n += 1
-            sync()
-            if time.perf_counter() - t0 > 0.01:
-                break
+        for _ in range(n):
+            fn()
+        sync()
         out.append((time.perf_counter() - t0) / n * 1e3)
     return out
 

@@ -1,0 +1,1 @@
+"""GPU measurements (correctness sweep, benchmark table, Nsight Compute launches) run through `device`."""
