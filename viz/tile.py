@@ -1,0 +1,233 @@
+"""The drawable-tile animation: operands and output as grids, one frame per step (or group of steps).
+
+Each frame paints the elements accessed in that step in the colour of the level that served them; elements
+touched earlier keep a light tint of their last level. Frames, slider and play button run in the browser.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from kernels.records import describe
+
+from ._grid import Panel, canvas_size, layout
+from .palette import BARRIER, HALO, LEVEL_COLORS, LEVELS, NEUTRAL, OWNED, tint
+
+# Cell codes on the canvas heat map (one discrete colour each); int8 keeps every frame a few kB.
+GAP, UNTOUCHED, HALO_CELL, OWNED_CELL = 0, 1, 2, 3
+PAST = {lvl: 4 + i for i, lvl in enumerate(LEVELS)}        # touched earlier: tint of the level
+NOW = {lvl: 7 + i for i, lvl in enumerate(LEVELS)}         # touched in this frame: the level's colour
+SYNC = 10                                                  # resident in shared memory during a barrier
+CODE_COLORS = ["#FFFFFF", NEUTRAL, HALO, OWNED, *(tint(LEVEL_COLORS[lvl]) for lvl in LEVELS),
+               *(LEVEL_COLORS[lvl] for lvl in LEVELS), BARRIER]
+MAX_FRAMES = 120
+
+
+@dataclass(frozen=True)
+class TileFrame:
+    """One animation frame: the records it plays and the counters after it."""
+    records: tuple
+    phase: int
+    name: str                  # cooperative fill | barrier | compute
+    label: str                 # shown on the slider where a phase starts, else ""
+    counts: dict               # per-level reads so far (in this view)
+    caption: str
+
+
+def view(trace, thread: int | None = None, block: int | None = None) -> list:
+    """The records of one block (None: every block) and one thread (None: every thread); a thread's view
+    keeps its block's barriers, since it waits at them too."""
+    return [r for r in trace.records
+            if (block is None or r.block == block) and (thread is None or r.thread == thread or r.kind == "barrier")]
+
+
+def who(thread: int | None, block: int | None) -> str:
+    if thread is None:
+        return "all threads" + ("" if block is None else f" of block {block}")
+    return f"thread {thread}" + (" of every block" if block is None else f" of block {block}")
+
+
+def _phase_name(recs) -> str:
+    if recs and recs[0].kind == "barrier":
+        return "barrier"
+    if any(r.kind == "write" and r.level == "shared" for r in recs):
+        return "cooperative fill"
+    return "compute"
+
+
+def _segments(recs) -> list[list]:
+    """Runs of records in one phase; every barrier is a segment of its own."""
+    segs: list[list] = []
+    for r in recs:
+        if r.kind == "barrier" or not segs or segs[-1][0].kind == "barrier" or segs[-1][0].phase != r.phase:
+            segs.append([r])
+        else:
+            segs[-1].append(r)
+    return segs
+
+
+def _chunks(segs: list[list], max_frames: int) -> list[list]:
+    """Split segments into at most `max_frames` groups, never mixing two segments in one group
+    unless there are more segments than frames."""
+    n = sum(len(s) for s in segs)
+    if n <= max_frames:
+        return [[r] for s in segs for r in s]
+    if len(segs) > max_frames:                      # too many phases: merge whole segments evenly
+        per = -(-len(segs) // max_frames)
+        return [[r for s in segs[i:i + per] for r in s] for i in range(0, len(segs), per)]
+    budget = max_frames - len(segs)                 # one frame per segment, the rest shared by length
+    out = []
+    for s in segs:
+        k = 1 + (budget * len(s)) // n
+        size = -(-len(s) // k)
+        out += [s[i:i + size] for i in range(0, len(s), size)]
+    return out
+
+
+def frames(trace, thread: int | None = None, block: int | None = None,
+           max_frames: int = MAX_FRAMES) -> list[TileFrame]:
+    """The animation's frames as data (the figure draws these; tests read them)."""
+    segs = _segments(view(trace, thread, block))
+    names = {id(r): _phase_name(s) for s in segs for r in s}
+    counts = dict.fromkeys(LEVELS, 0)
+    out, last_seg = [], None
+    for group in _chunks(segs, max_frames):
+        for r in group:
+            if r.kind == "read":
+                counts = {**counts, r.level: counts[r.level] + 1}
+        name = "+".join(dict.fromkeys(names[id(r)] for r in group))
+        seg = (group[0].phase, name)
+        last = group[-1]
+        cap = caption(last, counts.get(last.level, 0))
+        if len(group) > 1:
+            cap = f"steps {group[0].step}–{last.step} ({len(group)} accesses), last: {cap}"
+        label = ("sync" if name == "barrier" else f"{name} {group[0].phase}") if seg != last_seg else ""
+        out.append(TileFrame(tuple(group), group[0].phase, name, label, counts, cap))
+        last_seg = seg
+    return out
+
+
+def caption(r, so_far: int) -> str:
+    """The seed's sentence for a read or a barrier (records.describe); writes say where the value goes."""
+    if r.kind != "write":
+        return describe(r, so_far)
+    into = {"global": "to global memory", "shared": "into shared memory", "register": "into its registers"}[r.level]
+    return f"thread {r.thread} of block {r.block} writes {r.tensor}[{', '.join(map(str, r.index))}] {into}"
+
+
+def drawn(trace) -> list[str]:
+    """Tensors to draw, in reading order: each input followed by its staged copies (A, A_pad), other
+    intermediates (D), the output. Intermediates no record touches (inlined away) are left out."""
+    touched = {r.tensor for r in trace.records}
+    names = [t for t in trace.tensors if t in touched or t in trace.inputs or t == trace.output]
+    order = []
+    for i in trace.inputs:
+        order += [i] + [t for t in names if t.startswith(i + "_")]
+    order += [t for t in names if t not in order and t != trace.output]
+    return [t for t in order if t in trace.tensors] + [trace.output]
+
+
+def counter_text(counts: dict) -> str:
+    return " · ".join(f"{lvl} {counts.get(lvl, 0)}" for lvl in LEVELS)
+
+
+def _base(panels: list[Panel], owned: set) -> np.ndarray:
+    z = np.full(canvas_size(panels), GAP, dtype=np.int8)
+    for p in panels:
+        for idx in p.indices():
+            rc = p.cell(idx)
+            z[rc] = OWNED_CELL if (p.tensor, idx) in owned else (UNTOUCHED if p.inside(idx) else HALO_CELL)
+    return z
+
+
+def _hover(panels: list[Panel], shape) -> np.ndarray:
+    text = np.full(shape, "", dtype=object)
+    for p in panels:
+        for idx in p.indices():
+            text[p.cell(idx)] = f"{p.tensor}[{', '.join(map(str, idx))}]" + ("" if p.inside(idx) else " (zero padding)")
+    return text
+
+
+def _colorscale() -> list:
+    n = len(CODE_COLORS)
+    out = []
+    for i, c in enumerate(CODE_COLORS):
+        out += [[i / n, c], [(i + 1) / n, c]]
+    return out
+
+
+def tile_animation(trace, thread: int | None = None, block: int | None = None,
+                   max_frames: int = MAX_FRAMES, title: str = "") -> go.Figure:
+    """Operands and output of the drawable tile, animated step by step for one thread or all threads."""
+    fr = frames(trace, thread, block, max_frames)
+    panels = layout({t: trace.tensors[t] for t in drawn(trace)}, trace.records)
+    where = {p.tensor: p for p in panels}
+    owned = set()
+    if thread is not None or block is not None:
+        owned = {(r.tensor, r.index) for r in view(trace, thread, block)
+                 if r.kind == "write" and r.tensor == trace.output}
+    base = _base(panels, owned)
+    rows, cols = base.shape
+    name = who(thread, block)
+
+    def paint(state: np.ndarray, frame: TileFrame) -> np.ndarray:
+        z = state.copy()
+        for r in frame.records:
+            if r.kind == "barrier":
+                z[np.isin(state, [PAST["shared"]])] = SYNC
+            elif r.tensor in where:
+                z[where[r.tensor].cell(r.index)] = NOW[r.level]
+        return z
+
+    zs, state = [base], base.copy()
+    for f in fr:
+        zs.append(paint(state, f))
+        for r in f.records:
+            if r.kind != "barrier" and r.tensor in where:
+                state[where[r.tensor].cell(r.index)] = PAST[r.level]
+    titles = [f"<b>{name}</b> · before the first step<br>{counter_text(dict.fromkeys(LEVELS, 0))}"]
+    titles += [f"<b>{name}</b> · {f.name} · {counter_text(f.counts)}<br>"
+               f"<span style='font-size:12px'>{f.caption}</span>" for f in fr]
+
+    heat = dict(type="heatmap", z=zs[0], zmin=-0.5, zmax=len(CODE_COLORS) - 0.5, colorscale=_colorscale(),
+                showscale=False, xgap=1, ygap=1, text=_hover(panels, base.shape),
+                hovertemplate="%{text}<extra></extra>")
+    legend = [dict(type="scatter", x=[None], y=[None], mode="markers", name=name, showlegend=True,
+                   marker=dict(symbol="square", size=12, color=color))
+              for name, color in [*((lvl, LEVEL_COLORS[lvl]) for lvl in LEVELS), ("barrier", BARRIER),
+                                  ("untouched", NEUTRAL), ("outputs of this view", OWNED)]
+              if name != "outputs of this view" or owned]
+    # Frames are built as plain dicts without plotly's per-property validation (10x faster); the shape of
+    # one frame is checked by the tests against a validated figure.
+    fig = go.Figure(dict(data=[heat, *legend], frames=[
+        dict(name=str(i), data=[dict(type="heatmap", z=z)], traces=[0], layout=dict(title=dict(text=t)))
+        for i, (z, t) in enumerate(zip(zs, titles))], layout=dict(template={})), _validate=False)
+    labels = [dict(x=p.x0 - 0.5, y=p.y0 - (1.7 if p.slices > 1 else 0.7), xanchor="left", yanchor="bottom",
+                   showarrow=False, text=f"<b>{p.tensor}</b> {'×'.join(map(str, p.shape))}", font=dict(size=12))
+              for p in panels]
+    labels += [dict(x=p.x0 + s * (p.cols + 1) - 0.5, y=p.y0 - 0.7, xanchor="left", yanchor="bottom", showarrow=False,
+                    text=p.slice_label(s), font=dict(size=10, color="#666"))
+               for p in panels if p.slices > 1 for s in range(p.slices)]
+    play = dict(frame=dict(duration=450, redraw=True), transition=dict(duration=0), fromcurrent=True, mode="immediate")
+    fig.update_layout(
+        title=dict(text=titles[0], x=0.01, xanchor="left", font=dict(size=14)),
+        annotations=labels, plot_bgcolor="white", paper_bgcolor="white",
+        xaxis=dict(visible=False, range=[-0.6, cols - 0.4], constrain="domain"),
+        yaxis=dict(visible=False, range=[rows - 0.4, -2.8 if any(p.slices > 1 for p in panels) else -1.8], scaleanchor="x", constrain="domain"),
+        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right", font=dict(size=11)),
+        margin=dict(l=10, r=10, t=96, b=70), height=max(360, 170 + 24 * (rows + 2)),
+        updatemenus=[dict(type="buttons", direction="left", x=0, y=0, xanchor="left", yanchor="top",
+                          showactive=False, buttons=[
+                              dict(label="▶ play", method="animate", args=[None, play]),
+                              dict(label="❚❚ pause", method="animate",
+                                   args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")])])],
+        sliders=[dict(active=0, x=0.16, len=0.84, y=0, yanchor="top", pad=dict(t=6, b=0),
+                      currentvalue=dict(visible=False), ticklen=2, font=dict(size=9),
+                      steps=[dict(method="animate", label=(["start"] + [f.label for f in fr])[i],
+                                  args=[[str(i)], dict(frame=dict(duration=0, redraw=True), mode="immediate",
+                                                       transition=dict(duration=0))])
+                             for i in range(len(zs))])],
+    )
+    return fig
