@@ -1,7 +1,7 @@
 """Per-level bars and the reuse heat map."""
 import numpy as np
 
-from conftest import gemm_trace
+from handmade import gemm_trace
 from kernels.records import reads_per_element
 from viz import LEVEL_COLORS, level_bars, reuse_counts, reuse_heatmap
 from viz._grid import layout

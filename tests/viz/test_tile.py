@@ -2,7 +2,7 @@
 import numpy as np
 import plotly.graph_objects as go
 
-from conftest import gemm_trace
+from handmade import gemm_trace
 from kernels.records import Access, Trace, totals
 from viz import LEVEL_COLORS, frames, tile_animation
 from viz._grid import layout
