@@ -273,8 +273,9 @@ class DwsepCpu:
     patch_w: int = patch(16, "W")
     c_split: int = split(64, "C")
     order: str = order("k_outer")
-    d: str = _f("compute_at", "Where the depthwise result D lives: its own global array, or computed per tile "
-                              "inside the pointwise loop nest.", ("global", "compute_at"))
+    d: str = _f("compute_at", "Where the depthwise result D (and the padding X_pad it reads) lives: its own "
+                              "global array, recomputed for every output (inline), or computed per tile inside "
+                              "the pointwise loop nest.", STAGE_CPU)
     cache_c: str = cache_out("local")
     vector: int = vector(16, (1, 4, 8, 16))
     parallel: bool = parallel(True)
@@ -285,7 +286,8 @@ class DwsepCpu:
 
     def plan(self, s: Shape) -> Plan:
         return Plan("cpu", (1, self.tile_f, self.tile_h, self.tile_w), (1, self.patch_f, self.patch_h, self.patch_w),
-                    (self.c_split,), (("D", self.d),), self.cache_c, self.vector, self.unroll, self.order, self.parallel)
+                    (self.c_split,), (("X_pad", self.d), ("D", self.d)), self.cache_c, self.vector, self.unroll,
+                    self.order, self.parallel)
 
 
 KNOBS: dict[tuple[str, str], type] = {
@@ -332,6 +334,9 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         "best": dict(tile_f=8, tile_h=8, tile_w=32, patch_f=4, patch_h=1, patch_w=2, c_split=8,
                      cache_d="shared", cache_p="local", cache_c="local"),
     },
+    # CPU: baseline = the plain loop nest, intermediates materialized, one core; naive = the same nest with the
+    # intermediates inlined and the outer loop parallel; seed = split and reordered so the innermost loop walks
+    # contiguous memory, intermediates computed at the consumer (one core); best = register patches, all cores.
     ("gemm", "cpu"): {
         "baseline": dict(tile_m=1, tile_n=1, patch_m=1, patch_n=1, k_split=BIG, order="plain", cache_c="global",
                          vector=1, parallel=False),
@@ -349,8 +354,8 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
                       parallel=True),
         "seed": dict(tile=256, patch=16, k_split=BIG, order="k_outer", pad="compute_at", cache_c="local", vector=16,
                      parallel=False),
-        "best": dict(tile=256, patch=16, k_split=BIG, order="k_outer", pad="compute_at", cache_c="local", vector=16,
-                     parallel=True),
+        "best": dict(tile=512, patch=128, k_split=BIG, order="k_inner", pad="compute_at", cache_c="global",
+                     vector=16, parallel=True),
     },
     ("dwconv2d", "cpu"): {
         "baseline": dict(tile_h=1, tile_w=1, patch_h=1, patch_w=1, order="plain", pad="global", cache_c="global",
@@ -359,18 +364,18 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
                       vector=1, parallel=True),
         "seed": dict(tile_h=8, tile_w=64, patch_h=1, patch_w=16, order="k_outer", pad="compute_at", cache_c="local",
                      vector=16, parallel=False),
-        "best": dict(tile_h=8, tile_w=64, patch_h=1, patch_w=16, order="k_outer", pad="compute_at", cache_c="local",
-                     vector=16, parallel=True),
+        "best": dict(tile_h=16, tile_w=128, patch_h=4, patch_w=32, order="k_inner", pad="compute_at",
+                     cache_c="global", vector=16, parallel=True),
     },
     ("dwsep_conv2d", "cpu"): {
-        "baseline": dict(tile_f=1, tile_h=1, tile_w=1, patch_f=1, patch_w=1, c_split=BIG, order="plain", d="global",
-                         cache_c="global", vector=1, parallel=False),
-        "naive": dict(tile_f=1, tile_h=1, tile_w=1, patch_f=1, patch_w=1, c_split=BIG, order="plain", d="inline",
-                      cache_c="global", vector=1, parallel=True),
-        "seed": dict(tile_f=16, tile_h=4, tile_w=64, patch_f=4, patch_w=16, c_split=BIG, order="k_outer",
+        "baseline": dict(tile_f=1, tile_h=1, tile_w=1, patch_f=1, patch_h=1, patch_w=1, c_split=BIG, order="plain",
+                         d="global", cache_c="global", vector=1, parallel=False),
+        "naive": dict(tile_f=1, tile_h=1, tile_w=1, patch_f=1, patch_h=1, patch_w=1, c_split=BIG, order="plain",
+                      d="inline", cache_c="global", vector=1, parallel=True),
+        "seed": dict(tile_f=16, tile_h=4, tile_w=64, patch_f=4, patch_h=1, patch_w=16, c_split=BIG, order="k_outer",
                      d="compute_at", cache_c="local", vector=16, parallel=False),
-        "best": dict(tile_f=16, tile_h=4, tile_w=64, patch_f=4, patch_w=16, c_split=BIG, order="k_outer",
-                     d="compute_at", cache_c="local", vector=16, parallel=True),
+        "best": dict(tile_f=64, tile_h=4, tile_w=128, patch_f=8, patch_h=1, patch_w=32, c_split=BIG, order="k_inner",
+                     d="compute_at", cache_c="global", vector=16, parallel=True),
     },
 }
 PRESET_NAMES = ("baseline", "naive", "seed", "best")
