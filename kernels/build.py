@@ -211,6 +211,30 @@ def _time_host(fn, repeat: int, sync=lambda: None) -> list[float]:
     return out
 
 
+def _time_interleaved(mod, dev, args, ref, repeat: int) -> tuple[list[float], list[float] | None]:
+    """Kernel repeats (time_evaluator) and reference repeats (>= 10 ms of back-to-back calls each) alternate,
+    so load from other processes on the machine, which comes and goes, weighs on both sides of the ratio."""
+    f = mod.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=10)
+    f(*args)                                       # warm-up
+    if ref is None:
+        return [t * 1e3 for _ in range(repeat) for t in f(*args).results], None
+    _, fn, sync = ref
+    fn(); sync()
+    t0 = time.perf_counter()
+    fn(); sync()
+    n = max(1, int(0.01 / max(time.perf_counter() - t0, 1e-7)))
+    times, ref_times = [], []
+    for _ in range(repeat):
+        times += [t * 1e3 for t in f(*args).results]
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        sync()
+        ref_times.append((time.perf_counter() - t0) / n * 1e3)
+    return times, ref_times
+
+
 def reference_timer(op: str, target: str, xs: list[np.ndarray]):
     """(name, zero-argument callable, sync) for the library the kernel is compared with on this target."""
     o = OPS[op]
@@ -249,9 +273,8 @@ def run(op: str, shape: Shape, knobs, target: str, repeat: int = 5, with_referen
     _, mod, compile_s = compiled(op, tuple(shape.items()), knobs, target)
     rel, args, xs = verify(op, shape, knobs, target)
     with DEVICE_LOCKS.setdefault(target, threading.Lock()):
-        times = _time_tvm(mod, _tvm_dev(target), args, repeat)
         ref = reference_timer(op, target, xs) if with_reference else None
-        ref_times = _time_host(ref[1], repeat, ref[2]) if ref else None
+        times, ref_times = _time_interleaved(mod, _tvm_dev(target), args, ref, repeat)
     med = float(np.median(times))
     q1, q3 = np.percentile(times, [25, 75])
     ref_ms = float(np.median(ref_times)) if ref_times else None
