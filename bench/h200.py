@@ -147,10 +147,15 @@ def ncu_launch(list_file: str) -> None:
     from kernels.knobs import resolve
     from kernels.ops import OPS as OPDEFS
     items = json.load(open(list_file))
-    mods = []
+    mods, launched = [], []
     for it in items:
-        k = resolve(it["op"], "cuda", it["shape"], it.get("preset"), it.get("knobs"))
-        _, mod, _ = build.compiled(it["op"], tuple(it["shape"].items()), k, "cuda")
+        try:
+            k = resolve(it["op"], "cuda", it["shape"], it.get("preset"), it.get("knobs"))
+            _, mod, _ = build.compiled(it["op"], tuple(it["shape"].items()), k, "cuda")
+        except Exception as e:      # noqa: BLE001 - a kernel that does not build is left out, and said so
+            print(f"not launched: {it}: {type(e).__name__}: {str(e)[-200:]}")
+            continue
+        launched.append(it)
         o = OPDEFS[it["op"]]
         dev = tvm.cuda(0)
         xs = o.random_inputs(it["shape"], np.random.default_rng(0))
@@ -160,6 +165,7 @@ def ncu_launch(list_file: str) -> None:
     for mod, args in mods:
         mod["main"](*args)
         tvm.cuda(0).sync()
+    json.dump(launched, open(list_file.replace(".json", "_launched.json"), "w"), indent=1)
     print(f"launched {len(mods)} kernels")
 
 

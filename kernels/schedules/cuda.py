@@ -28,6 +28,15 @@ def _cooperative(sch: Schedule, blk, depth: int, threads: int, vector: int, step
     if not loops:           # a one-element stage: every thread computes it, nothing to share
         return
     f = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    if any(iv.iter_type == 2 for iv in sch.get(blk).iter_vars):
+        # accumulate the stage's reduction in a register, write shared memory once
+        _, t = sch.split(f, [None, threads])
+        sch.bind(t, "threadIdx.x")
+        acc = sch.cache_write(blk, 0, "local")
+        sch.reverse_compute_at(acc, t)
+        steps(f"compute {name} cooperatively: each of the {threads} threads finishes its elements' reduction in a "
+              "register and stores each result to shared memory once.")
+        return
     if vector > 1:
         _, t, v = sch.split(f, [None, threads, vector])
         sch.vectorize(v)

@@ -1,0 +1,69 @@
+"""Turn an `ncu --csv --print-units base` log into data/ncu_h200.csv: one row per profiled kernel
+configuration (the counters of its launches summed), with the device, date, TVM version and command."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+
+from kernels.knobs import knobs_text, resolve
+from kernels.traffic import lowered
+from kernels._tirpy import children, thread_extent
+
+METRICS = ("smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_global_st.sum",
+           "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum",
+           "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "gpu__time_duration.sum")
+
+
+def kernels_launched(func) -> int:
+    n = [0]
+
+    def walk(s):
+        te = thread_extent(s)
+        if te and te[0].startswith("blockIdx"):
+            n[0] += 1
+            return
+        for c in children(s):
+            walk(c)
+    walk(func.body)
+    return n[0]
+
+
+def parse(ncu_text: str) -> list[dict]:
+    """Per launch (in order): {metric: value}."""
+    lines = [l for l in ncu_text.splitlines() if l.startswith('"')]
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    launches: dict[str, dict] = {}
+    for r in rows:
+        launches.setdefault(r["ID"], {})[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
+    return [launches[k] for k in sorted(launches, key=int)]
+
+
+def main(ncu_csv: str, launched_json: str, out_csv: str, device: str, date: str, tvm_version: str, command: str):
+    launches = parse(open(ncu_csv).read())
+    items = json.load(open(launched_json))
+    out, i = [], 0
+    for it in items:
+        k = resolve(it["op"], "cuda", it["shape"], it.get("preset"), it.get("knobs"))
+        n = kernels_launched(lowered(it["op"], it["shape"], k, "cuda"))
+        got = launches[i:i + n]
+        i += n
+        row = {"op": it["op"], "shape": json.dumps(it["shape"]), "preset": it.get("preset") or "",
+               "overrides": it.get("knobs") or "", "knobs": knobs_text(k), "kernels": n}
+        for m in METRICS:
+            row[m] = int(sum(g.get(m, 0) for g in got)) if m != "gpu__time_duration.sum" else \
+                sum(g.get(m, 0) for g in got)
+        row.update(device=device, date=date, tvm=tvm_version, command=command)
+        out.append(row)
+    if i != len(launches):
+        raise SystemExit(f"{len(launches)} launches profiled but {i} expected from the list")
+    with open(out_csv, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(out[0]))
+        w.writeheader()
+        w.writerows(out)
+    print(f"{len(out)} kernels -> {out_csv}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:8])
