@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from math import prod
 
 import numpy as np
@@ -21,7 +22,7 @@ class Panel:
     x0: int = 0
     y0: int = 0
 
-    @property
+    @cached_property
     def keep(self) -> tuple[int, ...]:
         """The axes drawn: every axis longer than one (the last one when all are length one)."""
         k = tuple(i for i, e in enumerate(self.extent) if e > 1)
@@ -29,19 +30,19 @@ class Panel:
             return k
         return (len(self.extent) - 1,)
 
-    @property
+    @cached_property
     def slices(self) -> int:
         return prod(self.extent[i] for i in self.keep[:-2]) if len(self.keep) > 2 else 1
 
-    @property
+    @cached_property
     def rows(self) -> int:
         return self.extent[self.keep[-2]] if len(self.keep) >= 2 else 1
 
-    @property
+    @cached_property
     def cols(self) -> int:
         return self.extent[self.keep[-1]] if self.keep else 1
 
-    @property
+    @cached_property
     def width(self) -> int:
         return self.slices * self.cols + (self.slices - 1)
 

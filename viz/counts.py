@@ -5,7 +5,6 @@ from collections import Counter
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from ._grid import canvas_size, layout
 from .palette import LEVEL_COLORS, LEVELS, level_scale
@@ -21,28 +20,35 @@ def _fmt(n: float) -> str:
 
 def level_bars(panels: dict[str, dict[str, dict[str, int]]], kind: str = "reads",
                log_y: bool | None = None, title: str = "") -> go.Figure:
-    """One subplot per panel (e.g. 'drawable tile', 'full size'); in each, one group of bars per count set
+    """One panel per entry (e.g. 'drawable tile', 'full size'); in each, one group of bars per count set
     ('current', 'naive', ...) with one bar per level in that level's colour."""
     names = list(panels)
-    fig = make_subplots(rows=1, cols=max(len(names), 1), subplot_titles=names, horizontal_spacing=0.08)
-    for col, name in enumerate(names, start=1):
+    n, gap = max(len(names), 1), 0.08
+    width = (1 - gap * (n - 1)) / n
+    traces, layout, notes = [], {}, []
+    for i, name in enumerate(names):
         sets = panels[name]
+        ax = "" if i == 0 else str(i + 1)
         values = [v for s in sets.values() for v in s.values() if v]
         log = log_y if log_y is not None else bool(values) and max(values) / max(min(values), 1) > 200
         for lvl in LEVELS:
             y = [sets[s].get(lvl, 0) for s in sets]
-            fig.add_trace(go.Bar(x=list(sets), y=y, name=lvl, marker_color=LEVEL_COLORS[lvl], legendgroup=lvl,
-                                 showlegend=col == 1, text=[_fmt(v) if v else "" for v in y], textposition="outside",
-                                 cliponaxis=False, hovertemplate=f"%{{x}}<br>{lvl} {kind}: %{{y:,}}<extra></extra>"),
-                          row=1, col=col)
-        fig.update_yaxes(type="log" if log else "linear", title_text=f"{kind}{' (log scale)' if log else ''}",
-                         dtick=1 if log else None, exponentformat="SI", gridcolor="#EEE", automargin=True,
-                         rangemode="tozero", row=1, col=col)
-    fig.update_xaxes(automargin=True)
+            traces.append(go.Bar(x=list(sets), y=y, name=lvl, marker_color=LEVEL_COLORS[lvl], legendgroup=lvl,
+                                 showlegend=i == 0, text=[_fmt(v) if v else "" for v in y], textposition="outside",
+                                 cliponaxis=False, xaxis=f"x{ax}", yaxis=f"y{ax}",
+                                 hovertemplate=f"%{{x}}<br>{lvl} {kind}: %{{y:,}}<extra></extra>"))
+        x0 = i * (width + gap)
+        layout[f"xaxis{ax}"] = dict(domain=[x0, x0 + width], anchor=f"y{ax}", automargin=True)
+        layout[f"yaxis{ax}"] = dict(anchor=f"x{ax}", type="log" if log else "linear", dtick=1 if log else None,
+                                    title=dict(text=f"{kind}{' (log scale)' if log else ''}"), exponentformat="SI",
+                                    gridcolor="#EEE", automargin=True, rangemode="tozero")
+        notes.append(dict(text=name, x=x0 + width / 2, y=1.0, xref="paper", yref="paper", xanchor="center",
+                          yanchor="bottom", showarrow=False, font=dict(size=13)))
+    fig = go.Figure(data=traces)
     fig.update_layout(template=None, barmode="group", title=title or None, plot_bgcolor="white",
                       paper_bgcolor="white", height=400, margin=dict(l=60, r=10, t=90 if title else 70, b=40),
                       legend=dict(orientation="h", y=1.1, yanchor="bottom", x=0, xanchor="left"),
-                      uniformtext=dict(minsize=8, mode="hide"))
+                      uniformtext=dict(minsize=8, mode="hide"), annotations=notes, **layout)
     return fig
 
 

@@ -90,7 +90,8 @@ def frames(trace, thread: int | None = None, block: int | None = None,
            max_frames: int = MAX_FRAMES) -> list[TileFrame]:
     """The animation's frames as data (the figure draws these; tests read them)."""
     segs = _segments(view(trace, thread, block))
-    names = {id(r): _phase_name(s) for s in segs for r in s}
+    seg_names = [_phase_name(s) for s in segs]
+    names = {id(r): n for s, n in zip(segs, seg_names) for r in s}
     counts = dict.fromkeys(LEVELS, 0)
     out, last_seg = [], None
     for group in _chunks(segs, max_frames):
@@ -129,8 +130,20 @@ def drawn(trace) -> list[str]:
     return [t for t in order if t in trace.tensors] + [trace.output]
 
 
+def owner_at(trace, row: int, col: int) -> tuple[int, int] | None:
+    """(block, thread) that writes the element drawn at canvas (row, col), or else first reads it: lets a
+    click on the animation pick the thread to follow."""
+    for p in layout({t: trace.tensors[t] for t in drawn(trace)}, trace.records):
+        hit = [idx for idx in p.indices() if p.cell(idx) == (row, col)]
+        if hit:
+            mine = [r for r in trace.records if r.tensor == p.tensor and r.index == hit[0] and r.kind != "barrier"]
+            best = [r for r in mine if r.kind == "write"] or mine
+            return (best[0].block, best[0].thread) if best else None
+    return None
+
+
 def counter_text(counts: dict) -> str:
-    return " · ".join(f"{lvl} {counts.get(lvl, 0)}" for lvl in LEVELS)
+    return " · ".join(f"{lvl} {counts.get(lvl, 0):,}" for lvl in LEVELS)
 
 
 def _base(panels: list[Panel], owned: set) -> np.ndarray:

@@ -1,0 +1,230 @@
+"""The Lab's cached calls into kernels/ and its generated knob widgets; pages/lab.py stays a layout script.
+
+Every call here is keyed by (op, shape, knobs, target): knobs are frozen dataclasses, so they hash.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import threading
+import time
+from dataclasses import fields, replace
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import viz
+
+from kernels import build, results
+from kernels import knobs as K
+from kernels.ops import OPS
+
+try:                                 # the simulator; the Lab still compiles and runs kernels without it
+    from kernels import traffic
+    TRAFFIC_MISSING = None
+except Exception as e:              # noqa: BLE001 - any import failure becomes one sentence on the page
+    traffic = None
+    TRAFFIC_MISSING = f"The simulator (kernels/traffic.py) could not be imported: {type(e).__name__}: {e}"
+
+TARGETS = ("cpu", "cuda")
+SIZES = ("speed test", "large", "custom")
+DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data")
+H200_DATASHEET = {"compute": ("H200 SXM FP32 67 TFLOP/s (datasheet)", 67_000.0),
+                  "memory": ("H200 HBM3e 4.8 TB/s (datasheet)", 4_800.0)}
+
+
+def sentences(exc: BaseException) -> list[str]:
+    """What went wrong, as sentences for st.error (never a traceback)."""
+    if isinstance(exc, K.KnobError):
+        return list(exc.problems)
+    msg = str(exc).strip().splitlines()
+    return [f"{type(exc).__name__}: {msg[-1] if msg else ''}".rstrip(": ")]
+
+
+def shape_text(shape: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in shape.items())
+
+
+def knob_fields(op: str, target: str):
+    return fields(K.knob_class(op, target))
+
+
+def axis_of(knobs, name: str, shape: dict) -> int | None:
+    """The extent of the loop axis a tile/patch/split knob cuts, or None for axis-free knobs."""
+    for x, (_, n) in knobs.extents(shape).items():
+        if name in ((f"tile_{x}", f"patch_{x}") if x else ("tile", "patch")) or name == f"{x}_split":
+            return n
+    return None
+
+
+def int_options(extent: int, value: int) -> list[int]:
+    """Powers of two and divisors of the axis (the values that tile it evenly), plus the current value."""
+    vals = {1 << i for i in range(31) if 1 << i <= extent} | {extent, value}
+    i = 1
+    while i * i <= extent:
+        if extent % i == 0:
+            vals |= {i, extent // i}
+        i += 1
+    return sorted(vals)
+
+
+def variants(op: str, target: str, knobs, shape: dict) -> dict[str, object]:
+    """The current knobs with every operand cache in 'shared' and in 'local' (registers): knobs, or the
+    validation sentences when that variant is not a legal kernel. Empty where the target has no such knob."""
+    scoped = [f.name for f in fields(knobs) if (f.metadata.get("choices") or ()) == K.SCOPES]
+    out = {}
+    for label, scope in (("shared-only", "shared"), ("register-only", "local")):
+        if not scoped:
+            continue
+        v = replace(knobs, **dict.fromkeys(scoped, scope))
+        out[label] = K.validate(op, target, v, shape) or v
+    return out
+
+
+# ---------------------------------------------------------------- cached simulator calls
+# Traces, counts and figures are immutable and shared by every session: cache_resource hands out the
+# object itself, where cache_data would unpickle a 10,000-record trace on every rerun (~60 ms each).
+@st.cache_resource(max_entries=512, show_spinner=False)
+def tile_trace(op: str, knobs, target: str):
+    """(tiny shape, tiny knobs, Trace) of the drawable tile for these knobs."""
+    s, k = traffic.tiny(op, knobs, target)
+    return s, k, traffic.trace(op, s, k, target)
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def full_counts(op: str, shape_items: tuple, knobs, target: str):
+    return traffic.counts(op, dict(shape_items), knobs, target)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def tile_figure(op: str, knobs, target: str, block: int | None, thread: int | None):
+    return viz.tile_animation(tile_trace(op, knobs, target)[2], thread=thread, block=block)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def code(op: str, shape_items: tuple, knobs, target: str, ir: str) -> str:
+    return build.source(op, dict(shape_items), knobs, target, ir)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def snippet(op: str, shape_items: tuple, knobs, target: str) -> tuple[str, list[str]]:
+    """The schedule as copyable s_tir primitives, and the one-line reason for each step."""
+    from kernels.schedules import create
+    sch, steps = create(op, dict(shape_items), knobs, target)
+    py = sch.trace.as_python()
+    text = "\n".join(py) if isinstance(py, (list, tuple)) else str(py)
+    return text, list(steps.lines)
+
+
+# ---------------------------------------------------------------- compile & run
+@st.cache_resource(max_entries=128, show_spinner=False)
+def run(op: str, shape_items: tuple, knobs, target: str, preset: str = "", repeat: int = 5):
+    """Compile, verify, time (serialized per device inside build.run) and record the run; cached per key,
+    so a second visitor asking for the same kernel reuses the first one's measurement."""
+    r = build.run(op, dict(shape_items), knobs, target, repeat=repeat)
+    try:
+        results.record(r, preset=preset, source="app")
+    except Exception:               # noqa: BLE001 - a read-only store must not hide the measurement
+        pass
+    return r
+
+
+# ---------------------------------------------------------------- roofline ceilings and recorded runs
+def _measure_cpu() -> tuple[tuple[str, float], tuple[str, float]]:
+    """This machine's FP32 compute and memory bandwidth (numpy matmul and copy; about 0.3 s)."""
+    a = np.ones(16 << 20, np.float32)
+    b = np.empty_like(a)
+    np.copyto(b, a)
+    t0 = time.perf_counter()
+    for _ in range(5):
+        np.copyto(b, a)
+    bw = 2 * a.nbytes * 5 / (time.perf_counter() - t0) / 1e9
+    x = np.ones((1024, 1024), np.float32)
+    x @ x
+    t0 = time.perf_counter()
+    for _ in range(3):
+        x @ x
+    gf = 3 * 2 * 1024 ** 3 / (time.perf_counter() - t0) / 1e9
+    return ((f"{gf:,.0f} GFLOP/s FP32 (measured here: numpy matmul)", gf),
+            (f"{bw:,.0f} GB/s DRAM (measured here: numpy copy)", bw))
+
+
+# Measured once per process, in the background from the first import, so the first page does not wait.
+_CPU: list = []
+_CPU_THREAD = threading.Thread(target=lambda: _CPU.append(_measure_cpu()), daemon=True, name="cpu-ceilings")
+_CPU_THREAD.start()
+
+
+def cpu_ceilings() -> tuple[tuple[str, float], tuple[str, float]]:
+    _CPU_THREAD.join()
+    return _CPU[0]
+
+
+def ceilings(target: str) -> tuple[tuple[str, float], tuple[str, float]]:
+    if target == "cpu":
+        return cpu_ceilings()
+    return H200_DATASHEET["compute"], H200_DATASHEET["memory"]
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def recorded_runs(op: str) -> pd.DataFrame:
+    """GPU runs shipped under data/ (bench/h200.py table.json files, or CSVs with op and median_ms
+    columns), one row per (device, date, shape, preset), for `op`."""
+    rows = []
+    for path in sorted(glob.glob(os.path.join(DATA_DIR, "**", "*.json"), recursive=True)):
+        try:
+            doc = json.load(open(path))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
+            continue
+        for row in doc["rows"]:
+            ref = row.get("reference") or {}
+            for name, r in (row.get("runs") or {}).items():
+                if row.get("op") == op and isinstance(r, dict) and "median_ms" in r:
+                    rows.append({"device": doc.get("device", "?"), "date": doc.get("date", "?"),
+                                 "shape": shape_text(row.get("shape", {})), "preset": name, **r,
+                                 "reference": ref.get("name"), "ref_ms": ref.get("median_ms"),
+                                 "file": os.path.relpath(path, DATA_DIR)})
+    for path in sorted(glob.glob(os.path.join(DATA_DIR, "**", "*.csv"), recursive=True)):
+        try:
+            df = pd.read_csv(path)
+        except (OSError, ValueError):
+            continue
+        if {"op", "median_ms"} <= set(df.columns):
+            df = df[df["op"] == op].assign(file=os.path.relpath(path, DATA_DIR))
+            if "target" in df.columns:
+                df = df[df["target"] == "cuda"]
+            rows += df.to_dict("records")
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    if "shape" in df.columns:
+        df["shape"] = df["shape"].map(lambda s: shape_text(json.loads(s)) if isinstance(s, str) and s.startswith("{")
+                                      else s)
+    return df
+
+
+def global_per_output(trace, block: int = 0, thread: int = 0) -> float:
+    """Global reads of the inputs by one thread, per output element it writes: the seed's per-pass
+    comparison ("naive 16, shared 2, local 1") for the first thread of the drawable tile."""
+    mine = [r for r in trace.records if r.block == block and r.thread == thread]
+    outs = {r.index for r in mine if r.kind == "write" and r.tensor == trace.output}
+    reads = sum(r.kind == "read" and r.level == "global" and r.tensor in trace.inputs for r in mine)
+    return reads / max(len(outs), 1)
+
+
+def passes(trace, block: int = 0, thread: int = 0) -> int:
+    """Reduction steps behind one output: reads of the first input per output element by one thread."""
+    mine = [r for r in trace.records if r.block == block and r.thread == thread]
+    outs = {r.index for r in mine if r.kind == "write" and r.tensor == trace.output}
+    return round(sum(r.kind == "read" and r.tensor == trace.inputs[0] for r in mine) / max(len(outs), 1))
+
+
+def field_for(sentence: str, names: list[str]) -> str | None:
+    """The knob a validation sentence is about (the first `name=` it mentions)."""
+    hits = [(m.start(), n) for n in names for m in [re.search(rf"\b{re.escape(n)}=", sentence)] if m]
+    return min(hits)[1] if hits else None

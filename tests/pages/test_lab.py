@@ -1,0 +1,64 @@
+"""The Lab page through streamlit.testing: every operator x target, knobs, validation, compile & run."""
+import pytest
+
+from kernels.ops import OPS
+
+
+def _counts_line(at) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("**Current kernel"))
+
+
+def _no_failures(at):
+    assert not at.exception, [e.value for e in at.exception]
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda"])
+@pytest.mark.parametrize("op", list(OPS))
+def test_the_lab_runs_for_every_operator_and_target(lab, op, target):
+    lab.selectbox(key="lab_op").set_value(op)
+    lab.radio(key="lab_target").set_value(target).run()
+    _no_failures(lab)
+    assert lab.subheader[0].value == "Knobs"
+    assert len(lab.get("plotly_chart")) >= 2          # the tile (or the bars) and the roofline at least
+
+
+def test_cuda_without_a_gpu_says_so_and_still_shows_the_source(lab):
+    lab.radio(key="lab_target").set_value("cuda").run()
+    _no_failures(lab)
+    assert any("cannot time CUDA" in c.value for c in lab.caption)
+    assert lab.button(key="lab_run_disabled").disabled
+    assert any("recorded" in i.value.lower() for i in lab.info) or lab.dataframe
+
+
+def test_moving_a_knob_changes_the_counts(lab):
+    lab.radio(key="lab_target").set_value("cuda").run()
+    before = _counts_line(lab)
+    lab.selectbox(key="lab_k_gemm_cuda_cache_a").set_value("global").run()
+    _no_failures(lab)
+    assert _counts_line(lab) != before
+
+
+def test_an_invalid_knob_shows_its_sentence_and_keeps_the_last_picture(lab):
+    lab.radio(key="lab_target").set_value("cuda").run()
+    lab.select_slider(key="lab_k_gemm_cuda_patch_m").set_value(128).run()
+    _no_failures(lab)
+    assert any("patch_m=128 is larger than tile_m=64" in e.value for e in lab.error)
+    assert any("last valid schedule" in w.value for w in lab.warning)
+    assert lab.get("plotly_chart")                    # the last good picture is still drawn
+
+
+def test_an_invalid_custom_shape_shows_its_sentence(lab):
+    lab.button_group(key="lab_size").set_value("custom").run()
+    lab.text_input(key="lab_custom_gemm").input("M=64,N=oops,K=64").run()
+    _no_failures(lab)
+    assert any("N must be a positive whole number" in e.value for e in lab.error)
+
+
+def test_compile_and_run_on_cpu_shows_ok_and_a_time(lab):
+    lab.button_group(key="lab_size").set_value("custom").run()
+    lab.text_input(key="lab_custom_gemm").input("M=64,N=64,K=64").run()
+    lab.button(key="lab_run").click().run()
+    _no_failures(lab)
+    metrics = {m.label: m.value for m in lab.metric}
+    assert metrics["Verified"] == "ok"
+    assert metrics["Median"].endswith(" ms") and float(metrics["Median"].split()[0]) > 0
