@@ -14,7 +14,7 @@ TARGETS = ("cpu", "cuda")
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):           # argparse's own errors: one line, status 2, like ours
-        print(f"error: {message}; see python -m kernels {self.prog.split()[-1]} --help.", file=sys.stderr)
+        print(f"error: {message}; see {self.prog} --help.", file=sys.stderr)
         sys.exit(2)
 
 

@@ -518,7 +518,12 @@ def parse_knobs(op: str, target: str, text: str, base=None):
     for item in filter(None, (t.strip() for t in (text or "").split(","))):
         key, eq, val = item.partition("=")
         key, val = key.strip(), val.strip()
-        if not eq or key not in fl:
+        if key in fl and not eq:
+            d = fl[key].default
+            bad.append(f"'{item}' has no value; write it as {key}=value, e.g. "
+                       f"{key}={str(d).lower() if isinstance(d, bool) else d}.")
+            continue
+        if key not in fl:
             bad.append(f"'{item}' is not a knob of {op} on {target}; the knobs are {', '.join(fl)} (as name=value).")
             continue
         default = fl[key].default

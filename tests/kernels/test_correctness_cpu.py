@@ -1,0 +1,90 @@
+"""Every CPU preset of every operator against the float64 reference, on the course's shapes.
+
+The default run takes a sample that still holds size-1 axes and sizes no tile divides; the full course
+products (and the slow baseline x large-shape pairs) run with `-m slow`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.shapes import course_shapes
+from kernels import build
+from kernels.knobs import PRESET_NAMES, random_valid, resolve
+
+TOLERANCE = 1e-4
+
+SAMPLE = {
+    "gemm": [dict(M=1, N=1, K=2), dict(M=1, N=1024, K=1024), dict(M=10, N=1024, K=1024),
+             dict(M=1024, N=10, K=1024), dict(M=1024, N=100, K=1024), dict(M=1024, N=1024, K=1),
+             dict(M=1024, N=1024, K=10)],
+    "conv1d": [dict(M=1, N=1), dict(M=1, N=1024), dict(M=1024, N=1), dict(M=10, N=1024), dict(M=1024, N=100),
+               dict(M=1000, N=1024), dict(M=1024, N=1024), dict(M=10000, N=1024)],
+    # every value of every axis at least once; B, C, H, W, K
+    "dwconv2d": [dict(B=1, C=1, H=1, W=1, K=1), dict(B=2, C=3, H=3, W=4, K=3), dict(B=3, C=4, H=4, W=3, K=5),
+                 dict(B=4, C=64, H=1, W=128, K=3), dict(B=5, C=1, H=128, W=1, K=5), dict(B=11, C=3, H=4, W=128, K=1),
+                 dict(B=32, C=4, H=128, W=3, K=3), dict(B=1, C=64, H=128, W=128, K=5)],
+    "dwsep_conv2d": [dict(B=1, C=1, H=1, W=1, K=1, F=1), dict(B=3, C=3, H=4, W=3, K=5, F=5),
+                     dict(B=1, C=64, H=1, W=128, K=3, F=1), dict(B=3, C=1, H=128, W=3, K=3, F=64),
+                     dict(B=32, C=3, H=4, W=128, K=1, F=5), dict(B=1, C=64, H=128, W=128, K=3, F=64)],
+}
+ODD = {"gemm": dict(M=13, N=37, K=19), "conv1d": dict(M=37, N=11), "dwconv2d": dict(B=2, C=3, H=13, W=37, K=3),
+       "dwsep_conv2d": dict(B=2, C=5, H=7, W=37, K=3, F=6)}
+
+
+def _label(s: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in s.items())
+
+
+def _slow_pair(op: str, s: dict, preset: str) -> bool:
+    """The plain loop nests on the biggest course shapes take seconds each: those run with -m slow."""
+    work = int(np.prod(list(s.values())))
+    return preset in ("baseline", "naive") and work > (2e9 if op == "gemm" else 2e8)
+
+
+def _cases(slow: bool):
+    for op in SAMPLE:
+        shapes = course_shapes(op) if slow else SAMPLE[op]
+        for s in shapes:
+            for p in PRESET_NAMES:
+                if slow == (s not in SAMPLE[op] or _slow_pair(op, s, p)):
+                    yield pytest.param(op, s, p, id=f"{op}-{p}-{_label(s)}")
+
+
+def _check(op: str, s: dict, knobs) -> None:
+    rel, _, _ = build.verify(op, s, knobs, "cpu", rng=np.random.default_rng(0))
+    assert rel < TOLERANCE, f"{op} {_label(s)} with {knobs}: relative error {rel:.3g}"
+
+
+@pytest.mark.parametrize("op,shape,preset", list(_cases(slow=False)))
+def test_preset_matches_reference(op, shape, preset):
+    _check(op, shape, resolve(op, "cpu", shape, preset))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op,shape,preset", list(_cases(slow=True)))
+def test_preset_matches_reference_full_course(op, shape, preset):
+    _check(op, shape, resolve(op, "cpu", shape, preset))
+
+
+def _random_knobs(op: str, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < n:
+        k = random_valid(op, "cpu", ODD[op], rng)
+        if k is not None and k not in out:
+            out.append(k)
+    return out
+
+
+@pytest.mark.parametrize("op", list(ODD))
+def test_random_knobs_match_reference(op):
+    for k in _random_knobs(op, 4, seed=1):
+        _check(op, ODD[op], k)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", list(ODD))
+def test_many_random_knobs_match_reference(op):
+    for k in _random_knobs(op, 60, seed=2):
+        _check(op, ODD[op], k)

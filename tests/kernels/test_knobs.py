@@ -1,0 +1,185 @@
+"""Each validation rule in kernels/knobs.py: its sentence names the problem and the fix. Presets are valid."""
+from __future__ import annotations
+
+import pytest
+
+from bench.shapes import course_shapes
+from kernels.knobs import KNOBS, PRESET_NAMES, PRESETS, KnobError, parse_knobs, parse_shape, resolve
+from kernels.ops import OPS
+
+GEMM = {"M": 64, "N": 64, "K": 64}
+BIG = {"M": 1024, "N": 1024, "K": 1024}
+
+
+def problems(op, target, shape, knobs=None, preset=None) -> str:
+    with pytest.raises(KnobError) as e:
+        resolve(op, target, shape, preset, knobs)
+    return " ".join(e.value.problems)
+
+
+def test_tile_fails_when_larger_than_axis():
+    assert problems("gemm", "cpu", GEMM, "tile_m=128") == "tile_m=128 is larger than M=64; use at most 64."
+
+
+def test_patch_fails_when_larger_than_tile():
+    msg = problems("gemm", "cpu", GEMM, "tile_m=32,patch_m=64")
+    assert msg == "patch_m=64 is larger than tile_m=32; a patch must fit inside its tile."
+
+
+def test_patch_fails_when_not_dividing_tile():
+    msg = problems("gemm", "cpu", GEMM, "tile_m=48,patch_m=32")
+    assert msg == "tile_m=48 is not a multiple of patch_m=32; pick a patch that divides the tile, e.g. 16."
+
+
+def test_split_fails_when_larger_than_axis():
+    assert problems("gemm", "cpu", GEMM, "k_split=128") == "k_split=128 is larger than K=64; use at most 64."
+
+
+def test_split_fails_when_larger_than_channels():
+    shape = {"B": 1, "C": 5, "H": 8, "W": 8, "K": 3, "F": 4}
+    assert problems("dwsep_conv2d", "cpu", shape, "c_split=8") == "c_split=8 is larger than C=5; use at most 5."
+
+
+def test_block_fails_when_over_1024_threads():
+    msg = problems("gemm", "cuda", BIG, "tile_m=64,tile_n=64,patch_m=1,patch_n=2,vector=1")
+    assert msg.startswith("The block would have 2048 threads")
+    assert "at most 1024" in msg and "larger patch or a smaller tile" in msg
+
+
+def test_shared_memory_fails_when_over_48kb():
+    msg = problems("gemm", "cuda", BIG, "tile_m=128,tile_n=128,k_split=64,cache_a=shared,cache_b=shared")
+    assert msg.startswith("The shared-memory tiles need 64.0 KB per block, over the 48 KB limit")
+    assert "shrink the tile or the split" in msg
+
+
+def test_registers_fail_when_over_255():
+    msg = problems("gemm", "cuda", BIG, "patch_m=8,patch_n=8,k_split=64,cache_a=local,cache_b=local")
+    assert msg.startswith("Each thread would hold 1088 floats in registers, over the 255")
+    assert "lower the split or the patch" in msg
+
+
+def test_vector_fails_when_patch_cannot_take_it():
+    msg = problems("gemm", "cpu", GEMM, "patch_n=8,vector=16")
+    assert msg == "vector=16 needs patch_n to be a multiple of 16 (it is 8); use vector=8 or a wider patch."
+
+
+def test_vector_fails_when_rows_not_aligned():
+    msg = problems("gemm", "cuda", {"M": 1024, "N": 1026, "K": 1024}, "vector=4")
+    assert msg.startswith("vector=4 needs K and N divisible by 4") and msg.endswith("use vector=1.")
+
+
+def test_vector_fails_when_output_row_not_divisible():
+    msg = problems("conv1d", "cuda", {"M": 1024, "N": 1024}, "patch=4,vector=4")
+    assert msg == ("vector=4 needs M+N-1 divisible by 4 so every row starts on a 16-byte boundary (M+N-1=2047); "
+                   "use vector=1.")
+
+
+def test_choice_fails_when_not_allowed():
+    msg = problems("gemm", "cpu", GEMM, "order=zigzag")
+    assert msg == "order=zigzag is not one of k_outer, k_inner, plain; pick one of those."
+
+
+def test_scope_fails_when_not_a_memory_level():
+    msg = problems("gemm", "cuda", BIG, "cache_a=texture")
+    assert msg == "cache_a=texture is not one of global, shared, local, shared+local; pick one of those."
+
+
+def test_value_fails_when_below_minimum():
+    assert problems("gemm", "cpu", GEMM, "tile_m=0") == "tile_m=0 must be at least 1."
+
+
+def test_knob_fails_when_unknown():
+    msg = problems("gemm", "cpu", GEMM, "speed=3")
+    assert msg.startswith("'speed=3' is not a knob of gemm on cpu; the knobs are tile_m, tile_n,")
+
+
+def test_knob_fails_when_value_missing():
+    msg = problems("gemm", "cpu", GEMM, "tile_m")
+    assert msg == "'tile_m' has no value; write it as tile_m=value, e.g. tile_m=64."
+
+
+def test_knob_fails_when_not_integer():
+    assert problems("gemm", "cpu", GEMM, "tile_m=big") == "tile_m must be a whole number, not 'big'."
+
+
+def test_flag_fails_when_not_true_or_false():
+    assert problems("gemm", "cpu", GEMM, "parallel=maybe") == "parallel must be true or false, not 'maybe'."
+
+
+def test_every_problem_is_reported_at_once():
+    with pytest.raises(KnobError) as e:
+        parse_knobs("gemm", "cpu", "tile_m=big,speed=3")
+    assert len(e.value.problems) == 2
+
+
+def shape_problem(op: str, text: str) -> str:
+    with pytest.raises(KnobError) as e:
+        parse_shape(op, text)
+    return " ".join(e.value.problems)
+
+
+def test_shape_fails_when_not_a_number():
+    assert shape_problem("gemm", "M=1,N=x,K=3") == "N must be a positive whole number, not 'x'."
+
+
+def test_shape_fails_when_not_positive():
+    assert shape_problem("gemm", "M=1,N=-2,K=3") == "N must be a positive whole number, not '-2'."
+
+
+def test_shape_fails_when_not_whole():
+    assert shape_problem("gemm", "M=1.5,N=2,K=3") == "M must be a positive whole number, not '1.5'."
+
+
+def test_shape_fails_when_dimension_unknown():
+    assert shape_problem("gemm", "M=1,N=2,Q=3") == "'Q=3' is not a dimension of gemm; give M=..,N=..,K=..."
+
+
+def test_shape_fails_when_not_key_value():
+    assert shape_problem("gemm", "M1,N=2,K=3") == "'M1' is not a dimension of gemm; give M=..,N=..,K=..."
+
+
+def test_shape_fails_when_dimensions_missing():
+    assert shape_problem("gemm", "M=1,N=2") == "The shape is missing K; gemm needs M=..,N=..,K=..."
+    assert shape_problem("conv1d", "") == "The shape is missing M, N; conv1d needs M=..,N=..."
+
+
+@pytest.mark.parametrize("op", ["dwconv2d", "dwsep_conv2d"])
+def test_shape_fails_when_kernel_even(op):
+    text = "B=1,C=1,H=4,W=4,K=4" + (",F=2" if op == "dwsep_conv2d" else "")
+    assert shape_problem(op, text) == "K=4 is even; depthwise 'same' padding needs an odd kernel size such as 5."
+
+
+def test_op_fails_when_unknown():
+    msg = "Unknown operator 'matmul'; choose one of gemm, conv1d, dwconv2d, dwsep_conv2d."
+    assert problems("matmul", "cpu", GEMM, preset="best") == msg
+    assert shape_problem("matmul", "M=1") == msg
+
+
+def test_target_fails_when_unknown():
+    assert problems("gemm", "tpu", GEMM, preset="best") == "Unknown target 'tpu'; choose one of cpu, cuda."
+
+
+def test_preset_fails_when_unknown():
+    msg = problems("gemm", "cpu", GEMM, preset="fastest")
+    assert msg == "Unknown preset 'fastest'; choose one of baseline, naive, seed, best."
+
+
+@pytest.mark.parametrize("op,target", sorted(KNOBS))
+def test_presets_valid_for_named_sizes(op, target):
+    for size in OPS[op].sizes.values():
+        for p in PRESET_NAMES:
+            resolve(op, target, size, p)
+
+
+@pytest.mark.parametrize("op,target", sorted(KNOBS))
+def test_presets_valid_for_course_shapes(op, target):
+    for shape in course_shapes(op):
+        for p in PRESET_NAMES:
+            resolve(op, target, shape, p)
+
+
+def test_presets_carry_only_real_knobs():
+    for (op, target), cls in KNOBS.items():
+        assert set(PRESETS[(op, target)]) == set(PRESET_NAMES)
+        for values in PRESETS[(op, target)].values():
+            cls(**values)           # a misspelt knob raises TypeError
