@@ -42,7 +42,7 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     bo = sch.fuse(*parts["bo"]) if len(parts["bo"]) > 1 else parts["bo"][0]
     if plan.parallel:
         sch.parallel(bo)
-        steps("parallel over the block tiles: they write disjoint outputs, one core each.")
+        steps("parallel over the block tiles: they write disjoint outputs, so the cores share them out.")
 
     if "D" in stages and producer(sch, "D") is not None:
         _depthwise_stage(sch, plan, stages, parts, bo, steps)
@@ -57,8 +57,8 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
         elif b is not None and is_pad(name) and sch.get_consumers(b) and producer(sch, "D") is None:
             if where == "compute_at":
                 _pad_at(sch, b, bo, plan)
-                steps(f"compute {name} per tile (compute_at): the padded window of one tile stays in L1; its border "
-                      "tests are split off (partition hint), so the interior is a plain copy.")
+                steps(f"compute {name} per tile (compute_at): the tile's padded window stays in L1; a partition "
+                      "hint splits its zero border from the plain copy.")
             elif where == "global":
                 _materialize(sch, b, plan, steps, name)
 
@@ -66,7 +66,8 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
         out = sch.cache_write(blk, 0, "local")
         sch.reverse_compute_at(out, parts["to"][-1] if plan.order == "k_inner" else bo)
         _vectorize_inner(sch, sch.get_loops(out)[-1], plan.vector)
-        steps("accumulate in C_local (per patch with k_inner, per tile otherwise) and write each output once.")
+        steps(f"accumulate in C_local, one per {'patch' if plan.order == 'k_inner' else 'tile'}, and write each "
+              "output once.")
     if plan.order != "plain" and stages.get("D") != "inline":
         _register_patch(sch, parts, plan, steps)
     first_r = next(l for key in ORDER[plan.order] if key in ("ro", "ri") for l in parts[key])
@@ -97,8 +98,8 @@ def _tile(sch: Schedule, blk, plan: Plan, steps: Steps) -> dict[str, list]:
                       "operands stays in cache.",
            "k_inner": "each patch accumulates over the whole reduction before moving on, contiguous output "
                       "innermost."}[plan.order]
-          + f" Tiles {'x'.join(map(str, plan.tiles))}, patches {'x'.join(map(str, plan.patches))}, "
-            f"reduction split {'x'.join(map(str, plan.splits))}.")
+          + (f" Tiles {'x'.join(map(str, plan.tiles))}, patches {'x'.join(map(str, plan.patches))}, "
+             f"reduction split {'x'.join(map(str, plan.splits))}." if max(plan.tiles) > 1 else ""))
     return parts
 
 
@@ -126,8 +127,8 @@ def _depthwise_stage(sch: Schedule, plan: Plan, stages: dict, parts: dict, bo, s
     _vectorize_inner(sch, own[n_sp - 1], plan.vector)
     if pad is not None:
         _pad_at(sch, pad, at, plan)
-        steps("compute X_pad per tile next to D: the padded window stays in L1; its border tests are split off "
-              "(partition hint).")
+        steps("compute X_pad per tile next to D: the tile's padded window stays in L1; a partition hint splits "
+              "its zero border from the plain copy.")
 
 
 def _pad_at(sch: Schedule, pad, at, plan: Plan) -> None:
