@@ -45,9 +45,10 @@ def level_bars(panels: dict[str, dict[str, dict[str, int]]], kind: str = "reads"
         notes.append(dict(text=name, x=x0 + width / 2, y=1.0, xref="paper", yref="paper", xanchor="center",
                           yanchor="bottom", showarrow=False, font=dict(size=13)))
     fig = go.Figure(data=traces)
-    fig.update_layout(template=None, barmode="group", title=title or None, plot_bgcolor="white",
-                      paper_bgcolor="white", height=400, margin=dict(l=60, r=10, t=90 if title else 70, b=40),
-                      legend=dict(orientation="h", y=1.1, yanchor="bottom", x=0, xanchor="left"),
+    fig.update_layout(template=None, barmode="group", plot_bgcolor="white", paper_bgcolor="white",
+                      title=dict(text=title, x=0.0, xanchor="left", font=dict(size=14)) if title else None,
+                      height=400, margin=dict(l=60, r=10, t=90 if title else 70, b=40),
+                      legend=dict(orientation="h", y=1.1, yanchor="bottom", x=1, xanchor="right"),
                       uniformtext=dict(minsize=8, mode="hide"), annotations=notes, **layout)
     return fig
 

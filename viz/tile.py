@@ -214,7 +214,15 @@ def tile_animation(trace, thread: int | None = None, block: int | None = None,
               if name != "outputs of this view" or owned]
     # Frames are built as plain dicts without plotly's per-property validation (10x faster); the shape of
     # one frame is checked by the tests against a validated figure.
-    fig = go.Figure(dict(data=[heat, *legend], frames=[
+    # Invisible markers on the output cells: a heat map cannot be clicked to select, a scatter point can,
+    # so a click on an output element can pick the thread that computes it (see owner_at).
+    out = where[trace.output]
+    cells = [(idx, out.cell(idx)) for idx in out.indices() if out.inside(idx)]
+    pick = dict(type="scatter", mode="markers", x=[c for _, (_, c) in cells], y=[r for _, (r, _) in cells],
+                text=[f"{trace.output}[{', '.join(map(str, i))}]: click to follow its thread" for i, _ in cells],
+                hovertemplate="%{text}<extra></extra>", showlegend=False, name="pick",
+                marker=dict(symbol="square", size=14, opacity=0, color="#000000"))
+    fig = go.Figure(dict(data=[heat, *legend, pick], frames=[
         dict(name=str(i), data=[dict(type="heatmap", z=z)], traces=[0], layout=dict(title=dict(text=t)))
         for i, (z, t) in enumerate(zip(zs, titles))], layout=dict(template={})), _validate=False)
     labels = [dict(x=p.x0 - 0.5, y=p.y0 - (1.7 if p.slices > 1 else 0.7), xanchor="left", yanchor="bottom",

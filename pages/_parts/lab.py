@@ -164,9 +164,28 @@ def cpu_ceilings() -> tuple[tuple[str, float], tuple[str, float]]:
 
 
 def ceilings(target: str) -> tuple[tuple[str, float], tuple[str, float]]:
+    """(compute, bandwidth) ceilings as (label, value): measured here on the CPU; on CUDA the H200's
+    measured ones when data/ holds them (bench/ceilings.py), else the datasheet's."""
     if target == "cpu":
         return cpu_ceilings()
+    got = gpu_ceilings()
+    if got:
+        return got
     return H200_DATASHEET["compute"], H200_DATASHEET["memory"]
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def gpu_ceilings():
+    for path in sorted(glob.glob(os.path.join(DATA_DIR, "**", "*.json"), recursive=True)):
+        try:
+            doc = json.load(open(path))
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and {"copy_gbps", "sgemm_gflops"} <= set(doc):
+            where = f"measured on {doc.get('device', 'the GPU')}, {str(doc.get('date', ''))[:10]}"
+            return ((f"{doc['sgemm_gflops']:,.0f} GFLOP/s FP32 cuBLAS ({where})", float(doc["sgemm_gflops"])),
+                    (f"{doc['copy_gbps']:,.0f} GB/s copy ({where})", float(doc["copy_gbps"])))
+    return None
 
 
 @st.cache_data(ttl=60, show_spinner=False)

@@ -20,6 +20,7 @@ def test_the_lab_runs_for_every_operator_and_target(lab, op, target):
     _no_failures(lab)
     assert lab.subheader[0].value == "Knobs"
     assert len(lab.get("plotly_chart")) >= 2          # the tile (or the bars) and the roofline at least
+    assert len(lab.download_button) >= 2              # every chart offers its standalone HTML
 
 
 def test_cuda_without_a_gpu_says_so_and_still_shows_the_source(lab):
@@ -62,3 +63,15 @@ def test_compile_and_run_on_cpu_shows_ok_and_a_time(lab):
     metrics = {m.label: m.value for m in lab.metric}
     assert metrics["Verified"] == "ok"
     assert metrics["Median"].endswith(" ms") and float(metrics["Median"].split()[0]) > 0
+    assert metrics["vs baseline"].endswith("x") and metrics["vs naive"].endswith("x")
+    roof = lab.get("plotly_chart")[-1].proto.spec
+    assert '"measured"' in roof                        # the timed kernel is on the roofline
+
+
+def test_the_run_is_recorded_in_the_results_store(lab):
+    from kernels import results
+    lab.button_group(key="lab_size").set_value("custom").run()
+    lab.text_input(key="lab_custom_gemm").input("M=32,N=32,K=32").run()
+    lab.button(key="lab_run").click().run()
+    df = results.load()
+    assert {"seed", "baseline", "naive"} <= set(df["preset"]) and (df["op"] == "gemm").all()

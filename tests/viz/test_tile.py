@@ -4,6 +4,7 @@ import plotly.graph_objects as go
 
 from handmade import gemm_trace
 from kernels.records import Access, Trace, totals
+import viz
 from viz import LEVEL_COLORS, frames, tile_animation
 from viz._grid import layout
 from viz.tile import CODE_COLORS, NOW, PAST, SYNC
@@ -89,5 +90,12 @@ def test_the_figure_is_valid_plotly_and_colour_per_level_uses_no_template(shared
     fig = tile_animation(shared_trace, thread=0, block=0)
     go.Figure(fig.to_dict())                                        # full validation of data, layout, frames
     assert fig.to_dict()["layout"]["template"] == {}
-    legend = {d.name: d.marker.color for d in fig.data[1:]}
+    legend = {d.name: d.marker.color for d in fig.data[1:] if d.showlegend}
     assert all(legend[lvl] == c for lvl, c in LEVEL_COLORS.items())
+
+
+def test_a_click_on_an_output_cell_finds_the_thread_that_writes_it(shared_trace):
+    pick = tile_animation(shared_trace).data[-1]
+    assert pick.name == "pick" and len(pick.x) == 4                # one target per element of C (2x2)
+    row, col = _cell(shared_trace, "C", (1, 0))
+    assert viz.owner_at(shared_trace, row, col) == (0, 2)          # thread 2 computes C[1, 0]
