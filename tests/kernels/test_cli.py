@@ -2,20 +2,22 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from kernels import results
 from kernels.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kernels", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, env={**os.environ, **(env or {})})
 
 
 def test_list_json_names_operators_presets_targets_knobs():
@@ -28,9 +30,10 @@ def test_list_json_names_operators_presets_targets_knobs():
     assert "tile_m" in info["knobs"]["gemm/cpu"]
 
 
-def test_run_json_reports_timing_error_and_reference_ratio():
+def test_run_json_reports_timing_error_and_reference_ratio(tmp_path):
+    db = tmp_path / "runs.sqlite"
     p = cli("run", "--op", "conv1d", "--shape", "M=100,N=7", "--target", "cpu", "--preset", "best", "--repeat", "2",
-            "--json")
+            "--json", "--record", env={results.ENV: str(db)})
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     for key in ("op", "shape", "target", "device", "knobs", "median_ms", "gflops", "gbps", "rel_err", "ok", "vs_ref",
@@ -40,6 +43,8 @@ def test_run_json_reports_timing_error_and_reference_ratio():
     assert r["ok"] is True and r["rel_err"] < 1e-4
     assert r["median_ms"] > 0 and r["ref_ms"] > 0 and r["vs_ref"] == pytest.approx(r["ref_ms"] / r["median_ms"])
     assert "vector=" in r["knobs"]
+    rows = results.load(db)                     # --record stored the same run
+    assert len(rows) == 1 and rows.iloc[0]["op"] == "conv1d" and rows.iloc[0]["preset"] == "best"
 
 
 def test_source_tir_is_the_scheduled_tensorir():
