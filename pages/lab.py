@@ -212,7 +212,7 @@ def counts_section(v: View, drawn) -> None:
         counts = L.full_counts(v.op, v.key[1], v.knobs, v.target)
     except Exception:           # noqa: BLE001 - reported above
         return
-    cc = st.columns([3, 2])
+    cc = st.columns([3, 2]) if counts.ncu else [st.container()]
     table = pd.DataFrame({t: {f"{lv} {kind}": x[kind] for lv, x in lvs.items() for kind in ("read", "write")}
                           for t, lvs in counts.per_tensor.items()}).T
     cc[0].markdown("**Per tensor, full size** (element reads and writes at each level)")
@@ -262,7 +262,7 @@ def kernel_section(v: View) -> dict | None:
     got = runs.get(v.key)
     if got:
         r = got["current"]
-        m = st.columns(7)
+        m = st.columns(4) + st.columns(4)[:3]
         m[0].metric("Verified", "ok" if r.ok else "FAILED", f"rel. err {r.rel_err:.1e}", delta_color="off")
         m[1].metric("Median", f"{r.median_ms:.4g} ms", f"IQR {r.spread_ms:.2g} ms", delta_color="off")
         m[2].metric("GFLOP/s", f"{r.gflops:,.1f}")

@@ -46,6 +46,11 @@ class Panel:
     def width(self) -> int:
         return self.slices * self.cols + (self.slices - 1)
 
+    @cached_property
+    def cells(self) -> dict[tuple[int, ...], tuple[int, int]]:
+        """index -> (row, column) for every drawn index: lookups while painting frames cost a dict get."""
+        return {idx: self.cell(idx) for idx in self.indices()}
+
     def cell(self, index: tuple[int, ...]) -> tuple[int, int]:
         """(row, column) of `index` on the canvas."""
         d = [index[i] - self.lo[i] for i in self.keep] if index else [0]
@@ -77,13 +82,17 @@ class Panel:
 
 def layout(tensors: dict[str, tuple[int, ...]], records=(), order: list[str] | None = None) -> list[Panel]:
     """Panels for `tensors` (in `order`), each grown to cover every index the records touch, wrapped into lines."""
+    seen: dict[str, set] = {t: set() for t in tensors}
+    for r in records:
+        if r.tensor in seen:
+            seen[r.tensor].add(r.index)
     lo = {t: [0] * len(s) for t, s in tensors.items()}
     hi = {t: [n - 1 for n in s] for t, s in tensors.items()}
-    for r in records:
-        if r.tensor in tensors and r.index and len(r.index) == len(tensors[r.tensor]):
-            for i, v in enumerate(r.index):
-                lo[r.tensor][i] = min(lo[r.tensor][i], v)
-                hi[r.tensor][i] = max(hi[r.tensor][i], v)
+    for t, idx in seen.items():
+        idx = np.array([i for i in idx if i and len(i) == len(tensors[t])], dtype=np.int64)
+        if idx.size:
+            lo[t] = [min(a, int(b)) for a, b in zip(lo[t], idx.min(axis=0))]
+            hi[t] = [max(a, int(b)) for a, b in zip(hi[t], idx.max(axis=0))]
     names = [t for t in (order or list(tensors)) if t in tensors]
     panels = [Panel(t, tuple(tensors[t]), tuple(lo[t]), tuple(h - l + 1 for h, l in zip(hi[t], lo[t])))
               for t in names]
