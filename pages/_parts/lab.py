@@ -8,7 +8,6 @@ import glob
 import json
 import os
 import re
-import threading
 import time
 from dataclasses import fields, replace
 
@@ -143,34 +142,25 @@ def run(op: str, shape_items: tuple, knobs, target: str, _preset: str = ""):
 
 
 # ---------------------------------------------------------------- roofline ceilings and recorded runs
-def _measure_cpu() -> tuple[tuple[str, float], tuple[str, float]]:
-    """This machine's FP32 compute and memory bandwidth (numpy matmul and copy; about 0.3 s)."""
+@st.cache_resource(show_spinner=False)
+def cpu_ceilings() -> tuple[tuple[str, float], tuple[str, float]]:
+    """This machine's FP32 compute and memory bandwidth (numpy matmul and copy), measured once per
+    process when the first roofline is drawn (about 0.2 s; the roofline is the last thing on the page)."""
     a = np.ones(16 << 20, np.float32)
     b = np.empty_like(a)
     np.copyto(b, a)
     t0 = time.perf_counter()
-    for _ in range(5):
+    for _ in range(3):
         np.copyto(b, a)
-    bw = 2 * a.nbytes * 5 / (time.perf_counter() - t0) / 1e9
+    bw = 2 * a.nbytes * 3 / (time.perf_counter() - t0) / 1e9
     x = np.ones((1024, 1024), np.float32)
     x @ x
     t0 = time.perf_counter()
-    for _ in range(3):
+    for _ in range(2):
         x @ x
-    gf = 3 * 2 * 1024 ** 3 / (time.perf_counter() - t0) / 1e9
+    gf = 2 * 2 * 1024 ** 3 / (time.perf_counter() - t0) / 1e9
     return ((f"{gf:,.0f} GFLOP/s FP32 (measured here: numpy matmul)", gf),
             (f"{bw:,.0f} GB/s DRAM (measured here: numpy copy)", bw))
-
-
-# Measured once per process, in the background from the first import, so the first page does not wait.
-_CPU: list = []
-_CPU_THREAD = threading.Thread(target=lambda: _CPU.append(_measure_cpu()), daemon=True, name="cpu-ceilings")
-_CPU_THREAD.start()
-
-
-def cpu_ceilings() -> tuple[tuple[str, float], tuple[str, float]]:
-    _CPU_THREAD.join()
-    return _CPU[0]
 
 
 def ceilings(target: str) -> tuple[tuple[str, float], tuple[str, float]]:
