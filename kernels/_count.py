@@ -25,12 +25,17 @@ from .records import Counts
 
 WARP = 32
 SECTOR = 8                # float32 elements per 32-byte sector
-UNROLL_LIMIT = 256        # nvcc fully unrolls constant inner loop nests up to about this many iterations
+UNROLL_LIMIT = 512        # nvcc fully unrolls a constant loop whose unrolled body has up to about this many stores
+_DEBUG = False
 ENUM_LIMIT = 40_000_000   # points one enumeration may visit before it is done in chunks
 
 EFFECTS = {
     "accumulator": "nvcc keeps a global accumulator (X[i] = X[i] + ... in a loop that does not move i) in a "
-                   "register: one load before the loop and one store after it",
+                   "register: the zero it was initialised with is forwarded (no load) and, for a kernel "
+                   "argument with no branch in the loop, one store after the loop; otherwise every iteration "
+                   "stores, and a loop too long to unroll reloads it every 4 iterations",
+    "predicated": "a zero-padding guard (if_then_else) becomes a predicated load: the warp issues it even when no "
+                  "lane is in bounds, and only in-bounds lanes fetch sectors",
     "cse": "nvcc fully unrolls small constant inner loops and loads each distinct address once per unrolled "
            "body (common-subexpression elimination)",
     "merge": "nvcc merges adjacent, provably 16-byte-aligned shared-memory reads of an unrolled body into "
@@ -46,12 +51,13 @@ class Site:
     kind: str                       # read | write
     index: object                   # flat index expression (may be a Ramp)
     lanes: int
-    loops: list                     # [(var, extent, is_thread)] outermost first
-    conds: list                     # conjuncts (TIR boolean expressions)
+    loops: list                     # [(var, extent, is_thread, unroll cost)] outermost first
+    conds: list                     # [(conjunct, kind 'if' | 'ite', loops enclosing it, id of its if)]
     threads: int
     unrolled: int = 0               # how many innermost loops nvcc unrolls around this site
     accumulate: bool = False        # store whose value reads the same element (X[i] = X[i] + ...)
     stores_in_body: set = field(default_factory=set)
+    into: str = "global"                # scope of the store the access belongs to (a load's destination)
 
 
 def _conjuncts(c) -> list:
@@ -72,6 +78,11 @@ class _Collector:
         self.sites: list[Site] = []
         self.blocks: list[int] = []
         self.threads = 1
+        self.sole: list[bool] = []          # per enclosing serial loop: its body is one statement
+        self.if_sole: dict = {}             # if id -> the sole flags of the serial loops around it
+        self.if_tail: dict = {}             # if id -> nothing follows it in its kernel
+        self.tail = True
+        self.store_scope = "global"
 
     def stmt(self, s, loops, conds):
         t = type(s).__name__
@@ -83,19 +94,24 @@ class _Collector:
                 self.threads = 1
             else:
                 self.threads *= ext
-            self.stmt(s.body, loops + [(var, ext, True)], conds)
+            self.stmt(s.body, loops + [(var, ext, True, 0)], conds)
             return
         if t == "For":
             ext = int(s.extent) if type(s.extent).__name__ == "IntImm" else None
             if ext is None:
                 raise NotImplementedError("a loop with a non-constant extent in the lowered TensorIR")
-            self.stmt(s.body, loops + [(s.loop_var, ext, False)], conds)
+            self.sole.append(type(s.body).__name__ != "SeqStmt")
+            self.stmt(s.body, loops + [(s.loop_var, ext, False, ext * _stores(s.body))], conds)
+            self.sole.pop()
         elif t == "IfThenElse":
-            c = _conjuncts(s.condition)
-            self.stmt(s.then_case, loops, conds + c)
+            d, k = len(loops), id(s)
+            self.if_sole[k] = list(self.sole)
+            self.if_tail[k] = self.tail
+            self.stmt(s.then_case, loops, conds + [(c, "if", d, k) for c in _conjuncts(s.condition)])
             if s.else_case is not None:
-                self.stmt(s.else_case, loops, conds + [_not(s.condition)])
+                self.stmt(s.else_case, loops, conds + [(_not(s.condition), "if", d, k + 1)])
         elif t == "BufferStore":
+            self.store_scope = scope_of(s.buffer)
             self.expr(s.value, loops, conds)
             self.expr(s.indices[0], loops, conds)
             acc = _reads_same(s.value, s.buffer, s.indices[0])
@@ -107,6 +123,12 @@ class _Collector:
         elif t == "Evaluate":
             if not is_sync(s):
                 self.expr(s.value, loops, conds)
+        elif t == "SeqStmt":
+            tail = self.tail
+            for i, c in enumerate(s.seq):
+                self.tail = tail and i == len(s.seq) - 1
+                self.stmt(c, loops, conds)
+            self.tail = tail
         else:
             for c in children(s):
                 self.stmt(c, loops, conds)
@@ -116,23 +138,29 @@ class _Collector:
         if t in ("TensorLoad", "BufferLoad"):
             self.expr(e.indices[0], loops, conds)
             self.sites.append(Site(e.source, e.source.name, scope_of(e.source), "read", e.indices[0],
-                                   _lanes(e.indices[0]), loops, conds, self.threads))
+                                   _lanes(e.indices[0]), loops, conds, self.threads, into=self.store_scope))
             return
-        if t == "Call" and e.op.name.endswith("if_then_else"):
-            c, a, b = e.args
+        if t == "Call" and e.op.name.endswith("if_then_else") or t == "Select":
+            c, a, b = (e.args if t == "Call" else (e.condition, e.true_value, e.false_value))
+            d, k = len(loops), id(e)
             self.expr(c, loops, conds)
-            self.expr(a, loops, conds + _conjuncts(c))
-            self.expr(b, loops, conds + [_not(c)])
-            return
-        if t == "Select":
-            self.expr(e.condition, loops, conds)
-            self.expr(e.true_value, loops, conds + _conjuncts(e.condition))
-            self.expr(e.false_value, loops, conds + [_not(e.condition)])
+            self.expr(a, loops, conds + [(x, "ite", d, k) for x in _conjuncts(c)])
+            self.expr(b, loops, conds + [(_not(c), "ite", d, k + 1)])
             return
         subs = []
         _visit_children(e, subs.append)
         for x in subs:
             self.expr(x, loops, conds)
+
+
+def _stores(s) -> int:
+    """BufferStores one execution of s performs (conditions ignored): how big nvcc's unrolled body gets."""
+    t = type(s).__name__
+    if t == "BufferStore":
+        return 1
+    if t == "For":
+        return int(s.extent) * _stores(s.body) if type(s.extent).__name__ == "IntImm" else 1 << 20
+    return sum(_stores(c) for c in children(s))
 
 
 def _visit_children(e, f):
@@ -190,9 +218,10 @@ def _vkey(v) -> str:
     return f"{v.name}@{id(v) if False else v.__hash__()}"
 
 
-def _count_site(site: Site, space: _Space, drop: set[int], sectors: bool):
-    """(elements, warp instructions, sectors) of one site; loops whose position is in `drop` are hoisted out."""
-    loops = [(v, e, th) for i, (v, e, th) in enumerate(site.loops) if i not in drop]
+def _count_site(site: Site, space: _Space, drop: set[int], sectors: bool, conds: list | None = None):
+    """(elements, warp instructions, sectors) of one site under `conds` (default: all its conditions);
+    loops whose position is in `drop` are hoisted out."""
+    loops = [(v, e, th) for i, (v, e, th, _) in enumerate(site.loops) if i not in drop]
     lvars = [v for v, _, _ in loops]
 
     def pos(v):
@@ -200,8 +229,9 @@ def _count_site(site: Site, space: _Space, drop: set[int], sectors: bool):
             if u.same_as(v):
                 return i
         return None
+    chosen = [c[0] for c in site.conds] if conds is None else conds
     conds = []
-    for c in site.conds:
+    for c in chosen:
         vs = [pos(v) for v in free_vars(c)]
         if any(p is None for p in vs):
             continue                   # mentions a hoisted loop: the hoisted access happens if any iteration does
@@ -378,51 +408,126 @@ def _terms(idx) -> list[tuple[int, object]]:
 
 
 # ------------------------------------------------------------------ nvcc effects
+def _uses(e, v) -> bool:
+    return any(u.same_as(v) for u in free_vars(e))
+
+
 def _hoisted(site: Site) -> set[int]:
-    """Innermost serial loops that do not move an accumulator's address: nvcc keeps it in a register."""
-    used = free_vars(site.index)
+    """Innermost serial loops that do not move an accumulator's address."""
     drop = set()
     for i in range(len(site.loops) - 1, -1, -1):
-        v, _, th = site.loops[i]
-        if th or any(u.same_as(v) for u in used):
+        v, _, th, _ = site.loops[i]
+        if th or _uses(site.index, v):
             break
         drop.add(i)
     return drop
 
 
 def _unrolled(site: Site) -> set[int]:
-    """Innermost constant serial loops nvcc unrolls around the site (product of extents <= UNROLL_LIMIT)."""
-    prod, out = 1, set()
+    """Innermost serial loops nvcc unrolls fully: each one's body, unrolled, stays under UNROLL_LIMIT stores."""
+    out = set()
     for i in range(len(site.loops) - 1, -1, -1):
-        v, ext, th = site.loops[i]
-        if th or prod * ext > UNROLL_LIMIT:
+        _, _, th, cost = site.loops[i]
+        if th or cost > UNROLL_LIMIT:
             break
-        prod *= ext
         out.add(i)
     return out
 
 
+def _costly(e) -> bool:
+    """Integer division or modulo by a constant that is not a power of two: many instructions per address."""
+    found = []
+
+    def v(n):
+        if type(n).__name__ in ("FloorDiv", "FloorMod") and type(n.b).__name__ == "IntImm":
+            b = int(n.b.value)
+            if b & (b - 1):
+                found.append(n)
+    _visit(e, v)
+    return bool(found)
+
+
+def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict) -> tuple[list, set[int]]:
+    """The conditions that decide whether a warp issues the access, and the unrolled loops across which its
+    copies share one basic block (where nvcc can share or merge loads).
+
+    Statement `if`s: a test on unrolled loops only is decided at compile time. In a loop nvcc does not
+    unroll, a test that does not change with the loop becomes a branch (a warp with no active lane skips the
+    access), one that changes is predicated (the warp issues it anyway). In unrolled code, adjacent copies of
+    an `if` with the same test merge into one block: a block of 8 or more accesses becomes a branch, a smaller
+    one is predicated. A zero-padding select under an `if` that fills registers becomes one branch on both
+    tests. A zero-padding select elsewhere is predicated, except for a test the whole warp shares (no
+    threadIdx) that stays fixed across the innermost unrolled loop: nvcc branches on that part. A padding
+    select whose address needs division by a non-power-of-two is branched too (too costly to predicate)."""
+    uvars = [site.loops[i][0] for i in unrolled]
+    tx = [l[0] for l in site.loops if l[2] and not _is_block(l[0])]
+    inner_u = site.loops[max(unrolled)][0] if unrolled else None
+    groups: dict = {}
+    for c, kind, depth, key in site.conds:
+        groups.setdefault((kind, key), (depth, []))[1].append(c)
+    nested_ite = any(k == "ite" for k, _ in groups)
+    keep, combined = [], False
+    region = set(unrolled)
+    for (kind, key), (depth, cs) in sorted(groups.items(), key=lambda g: g[0][0] != "if"):
+        vs = [v for c in cs for v in free_vars(c)]
+        if vs and all(any(u.same_as(v) for u in uvars) for v in vs):
+            keep += cs
+            continue
+        if kind == "ite":
+            if combined:
+                keep += cs
+                continue
+            for c in cs:
+                uniform = not any(_uses(c, t) for t in tx)
+                if uniform and inner_u is not None and not _uses(c, inner_u) and any(_uses(c, u) for u in uvars):
+                    keep.append(c)
+            continue
+        serial = [i for i in range(depth) if not site.loops[i][2]]
+        if nested_ite and (site.into == "local" or _costly(site.index)):
+            keep += cs                  # guarded select into registers, or with costly addressing: a branch
+            combined = True
+        elif serial and serial[-1] not in unrolled:
+            if not any(_uses(c, site.loops[serial[-1]][0]) for c in cs):
+                keep += cs
+        else:
+            sole = if_sole.get(key, [])
+            block, merged = 1, set()
+            for j, i in enumerate(reversed(serial)):
+                is_sole = len(sole) > len(serial) - 1 - j and sole[len(serial) - 1 - j]
+                if i not in unrolled or not is_sole or any(_uses(c, site.loops[i][0]) for c in cs):
+                    break
+                merged.add(i)
+                block *= site.loops[i][1]
+            invariant = not any(_uses(c, site.loops[i][0]) for i in serial for c in cs)
+            if block >= 8 or (if_tail.get(key) and invariant):
+                keep += cs              # a branch, or `if (!test) return` at the kernel's end
+            region = {i for i in region if i >= depth or i in merged}
+    for c, kind, depth, _ in site.conds:
+        used = [i for i in unrolled if _uses(c, site.loops[i][0])]
+        if used:
+            region = {i for i in region if i > max(used)}
+    return keep, region
+
+
 def _instance(site: Site, space: _Space, unrolled: set[int], merge: bool):
     """(accesses per unrolled body, instructions per unrolled body) after CSE and, for shared, merging;
-    None when the body's addresses do not separate from the outer loops' or a predicate involves them."""
+    None when the body's addresses do not separate from the outer loops'."""
     uvars = [site.loops[i][0] for i in sorted(unrolled)]
     if not uvars or site.lanes > 1:
         return None
 
     def has_u(e):
         return any(any(u.same_as(v) for u in uvars) for v in free_vars(e))
-    if any(has_u(c) for c in site.conds):
-        return None
+    if any(has_u(c[0]) for c in site.conds):
+        return None                     # each unrolled copy has its own predicate: no sharing
     inner, outer = [], []
     for coef, e in _terms(site.index):
-        if e is None:
+        if e is None or not has_u(e):
             outer.append((coef, e))
-        elif has_u(e):
-            if any(not any(u.same_as(v) for u in uvars) for v in free_vars(e)):
-                return None             # a term mixes unrolled and outer variables
-            inner.append((coef, e))
+        elif any(not any(u.same_as(v) for u in uvars) for v in free_vars(e)):
+            return None                 # a term mixes unrolled and outer variables
         else:
-            outer.append((coef, e))
+            inner.append((coef, e))
     exts = [site.loops[i][1] for i in sorted(unrolled)]
     grids = np.indices(exts, dtype=np.int64)
     env = {space.names(v, v.name): g for v, g in zip(uvars, grids)}
@@ -433,11 +538,7 @@ def _instance(site: Site, space: _Space, unrolled: set[int], merge: bool):
     total = int(np.prod(exts))
     if not merge:
         return total, len(distinct)
-    align = 1
-    for width in (4, 2):
-        if all((c % width == 0) for c, e in outer):
-            align = width
-            break
+    align = next((w for w in (4, 2) if all(c % w == 0 for c, e in outer)), 1)
     left = set(distinct.tolist())
     n = 0
     for width in (4, 2):
@@ -451,52 +552,100 @@ def _instance(site: Site, space: _Space, unrolled: set[int], merge: bool):
     return total, n + len(left)
 
 
+def _accumulators(sites: list[Site], params: set[str]) -> dict[int, tuple[str, object]]:
+    """For each global accumulator X[i] = X[i] + ... (and its load and its zero-initialisation), how nvcc
+    treats it: site id -> (effect, hoisted loops or None)."""
+    out = {}
+    for acc in sites:
+        if not (acc.accumulate and acc.scope == "global"):
+            continue
+        hoist = _hoisted(acc)
+        if not hoist:
+            continue
+        key = (acc.name, str(acc.index))
+        same = [s for s in sites if (s.name, str(s.index)) == key and s is not acc
+                and len(s.loops) <= len(acc.loops)
+                and all(a[0].same_as(b[0]) for a, b in zip(s.loops, acc.loops))]
+        load = next((s for s in same if s.kind == "read" and len(s.loops) == len(acc.loops)), None)
+        init = next((s for s in same if s.kind == "write" and not s.accumulate), None)
+        unr = _unrolled(acc)
+        all_unrolled = hoist <= unr
+        first = min(hoist)
+        branch = any(k == "if" and d > first for _, k, d, _ in acc.conds)
+        guarded = any(c[1] == "ite" for s in sites if s.kind == "read" and len(s.loops) == len(acc.loops)
+                      and all(a[0].same_as(b[0]) for a, b in zip(s.loops, acc.loops)) for c in s.conds)
+        if tensor_of(acc.name) in params and not branch:
+            out[id(acc)] = ("promoted", hoist)
+            if load is not None:
+                out[id(load)] = ("forwarded", None)
+            if init is not None and all_unrolled and not guarded:
+                out[id(init)] = ("dead", None)
+        else:
+            if load is not None:
+                out[id(load)] = ("forwarded", None) if all_unrolled else ("reload4", hoist)
+    return out
+
+
 def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
     col = _Collector()
     col.stmt(func.body, [], [])
     space = _Space(Names())
     cuda = target == "cuda"
+    params = {p.name for p in func.params}
     per_tensor: dict = {}
     ncu_inst = {"global_ld": 0, "global_st": 0, "shared_ld": 0, "shared_st": 0}
     vector_inst = {"global": 0, "shared": 0, "register": 0}
     scalar_inst = {"global": 0, "shared": 0, "register": 0}
     sectors = 0
     used = set()
-    acc_keys = {(s.name, str(s.index), len(s.loops)) for s in col.sites if s.accumulate and s.scope == "global"}
+    acc = _accumulators(col.sites, params) if cuda else {}
     for site in col.sites:
         level = level_of(site.scope)
         tensor = tensor_of(site.name)
-        el, wi, sec = _count_site(site, space, set(), False)
+        el, wi, _ = _count_site(site, space, set(), False)
         per_tensor.setdefault(tensor, {lv: {"read": 0, "write": 0} for lv in ("global", "shared", "register")})
         per_tensor[tensor][level][site.kind] += el
         (vector_inst if site.lanes > 1 else scalar_inst)[level] += wi
         if not cuda or level == "register":
             continue
         gl = level == "global"
-        key = (site.name, str(site.index), len(site.loops))
-        drop = set()
-        if gl and key in acc_keys:
-            drop = _hoisted(site)
-            if drop:
-                used.add("accumulator")
-        body = None
-        if not drop and site.kind == "read":
-            unr = _unrolled(site)
-            body = _instance(site, space, unr, merge=not gl)
-            if body is not None and body[1] < body[0]:
-                used.add("cse" if gl or body[1] * 4 > body[0] else "merge")
-                drop = unr
-            else:
-                body = None
-        if drop or (gl and site.kind == "read"):
-            _, inst_n, sec_n = _count_site(site, space, drop, gl and site.kind == "read")
-            if body is not None:           # one unrolled body issues body[1] loads instead of body[0]
-                inst_n *= body[1]
-                sec_n = sec_n * body[1] if gl else 0
+        want_sectors = gl and site.kind == "read"
+        unr = _unrolled(site)
+        issue, region = _issue_conds(site, unr, col.if_sole, col.if_tail)
+        effect, hoist = acc.get(id(site), (None, None))
+        if effect in ("forwarded", "dead"):
+            inst_n, sec_n = 0, 0
+            used.add("accumulator")
+        elif effect in ("promoted", "reload4"):
+            _, inst_n, _ = _count_site(site, space, hoist, False, issue)
+            _, _, sec_n = _count_site(site, space, hoist, want_sectors)
+            if effect == "reload4":
+                inner = max(hoist)
+                inst_n *= -(-site.loops[inner][1] // 4)
+                sec_n *= -(-site.loops[inner][1] // 4)
+            used.add("accumulator")
         else:
-            inst_n, sec_n = wi, 0
+            body = None
+            if site.kind == "read":
+                body = _instance(site, space, region, merge=not gl)
+                if body is not None and body[1] >= body[0]:
+                    body = None
+            if body is not None:           # one unrolled body issues body[1] loads instead of body[0]
+                used.add("cse" if gl else "merge")
+                _, inst_n, _ = _count_site(site, space, region, False, issue)
+                _, _, sec_n = _count_site(site, space, region, want_sectors)
+                inst_n *= body[1]
+                sec_n *= body[1]
+            else:
+                _, inst_n, _ = _count_site(site, space, set(), False, issue)
+                _, _, sec_n = _count_site(site, space, set(), want_sectors) if want_sectors else (0, 0, 0)
+            if any(c[1] == "ite" for c in site.conds) and site.kind == "read":
+                used.add("predicated")
+        if _DEBUG:
+            print(f"  {site.name:16s} {site.kind:5s} inst={inst_n:>10} sec={sec_n:>10} effect={effect} "
+                  f"region={sorted(region)} issue={[str(c) for c in issue]}")
         ncu_inst[f"{'global' if gl else 'shared'}_{'ld' if site.kind == 'read' else 'st'}"] += inst_n
-        if gl and site.kind == "read":
+        if want_sectors:
             sectors += sec_n
     o = OPS[op]
     ncu = {}
