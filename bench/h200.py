@@ -26,10 +26,11 @@ PRESETS = ("baseline", "naive", "seed", "best")
 def _verify_job(job):
     from kernels import build
     from kernels.knobs import preset
-    op, shape, name = job
+    from .picks import best_knobs
+    op, shape, name, picks = job
     t0 = time.time()
     try:
-        k = preset(op, "cuda", name, shape)
+        k = best_knobs(op, shape, picks) if name == "best" and picks else preset(op, "cuda", name, shape)
         rel, _, _ = build.verify(op, shape, k, "cuda")
         return {"op": op, "shape": shape, "preset": name, "rel_err": rel, "ok": bool(rel < build.TOLERANCE),
                 "secs": time.time() - t0}
@@ -38,11 +39,11 @@ def _verify_job(job):
                 "error": f"{type(e).__name__}: {str(e)[-400:]}"}
 
 
-def sweep(out: str, budget_s: float, workers: int) -> None:
+def sweep(out: str, budget_s: float, workers: int, picks: dict | None) -> None:
     jobs = []
     for op in ("gemm", "conv1d"):
-        jobs += [(op, s, p) for s in course_shapes(op) for p in PRESETS]
-    rest = [(op, s, p) for op in ("dwconv2d", "dwsep_conv2d") for s in course_shapes(op) for p in PRESETS]
+        jobs += [(op, s, p, picks) for s in course_shapes(op) for p in PRESETS]
+    rest = [(op, s, p, picks) for op in ("dwconv2d", "dwsep_conv2d") for s in course_shapes(op) for p in PRESETS]
     random.Random(0).shuffle(rest)
     jobs += rest
     t0 = time.time()
@@ -110,7 +111,7 @@ def table(out: str, with_candidates: bool, rows: list[int] | None) -> None:
         for p in PRESETS:
             try:
                 k = preset(op, "cuda", p, shape)
-                slow = p == "baseline" and o.flops(shape) > 4e9
+                slow = p in ("baseline", "naive") and o.flops(shape) > 4e9
                 row["runs"][p] = _time_knobs(op, shape, k, 1 if slow else 7)
             except Exception as e:      # noqa: BLE001
                 row["runs"][p] = {"error": f"{type(e).__name__}: {str(e)[-300:]}"}
@@ -176,6 +177,7 @@ def main() -> None:
     s.add_argument("--out", required=True)
     s.add_argument("--budget-s", type=float, default=240)
     s.add_argument("--workers", type=int, default=12)
+    s.add_argument("--picks", help="bench/picks.py output: the `best` knobs to verify")
     t = sub.add_parser("table")
     t.add_argument("--out", required=True)
     t.add_argument("--candidates", action="store_true")
@@ -184,7 +186,7 @@ def main() -> None:
     n.add_argument("--list", required=True)
     a = p.parse_args()
     if a.cmd == "sweep":
-        sweep(a.out, a.budget_s, a.workers)
+        sweep(a.out, a.budget_s, a.workers, json.load(open(a.picks)) if a.picks else None)
     elif a.cmd == "table":
         table(a.out, a.candidates, [int(x) for x in a.rows.split(",")] if a.rows else None)
     else:

@@ -32,15 +32,25 @@ SPREAD = [
 ]
 
 
-def items() -> list[dict]:
+def items(picks: dict | None = None) -> list[dict]:
+    """With picks (bench/picks.py), `best` rows carry the picked knobs explicitly."""
+    from kernels.knobs import knobs_text, resolve
+    from .picks import best_knobs
     out = []
     for op, o in OPS.items():
         for p in PRESETS:
             out.append({"op": op, "shape": dict(o.sizes["speed test"]), "preset": p, "knobs": None})
     out += [{"op": op, "shape": s, "preset": p, "knobs": k} for op, s, p, k in SPREAD]
+    if picks:
+        for it in out:
+            if it["preset"] == "best":
+                base = best_knobs(it["op"], it["shape"], picks)
+                k = resolve(it["op"], "cuda", it["shape"], None, knobs_text(base) + "," + (it["knobs"] or ""))
+                it["knobs"] = knobs_text(k)
     return out
 
 
 if __name__ == "__main__":
-    json.dump(items(), open(sys.argv[1], "w"), indent=1)
-    print(len(items()), "kernels")
+    picks = json.load(open(sys.argv[2])) if len(sys.argv) > 2 else None
+    json.dump(items(picks), open(sys.argv[1], "w"), indent=1)
+    print(len(items(picks)), "kernels")

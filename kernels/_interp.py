@@ -13,6 +13,10 @@ from ._tirpy import ExprPrinter, Names, children, is_sync, scope_of, thread_exte
 READ, WRITE = 0, 1
 
 
+class RaceError(RuntimeError):
+    """Two thread blocks wrote the same global element."""
+
+
 class _Buf:
     def __init__(self, bid: int, name: str, scope: str, size: int):
         self.id, self.name, self.scope, self.size = bid, name, scope, size
@@ -194,11 +198,25 @@ def run(prog: Program, inputs: dict[int, np.ndarray]):
 
     def _ld(arr, bid, i):
         append((bid, i, READ))
+        if (i.min() if isinstance(i, np.ndarray) else i) < 0:
+            raise IndexError(f"the kernel reads before the start of buffer {prog.bufs[bid].name}")
         return arr[i]
+
+    owner: dict = {}        # global buffer id -> block that last wrote each element (catches races)
+    cur = [0]
 
     def _st(arr, bid, i, v):
         append((bid, i, WRITE))
+        if (i.min() if isinstance(i, np.ndarray) else i) < 0:
+            raise IndexError(f"the kernel writes before the start of buffer {prog.bufs[bid].name}")
         arr[i] = v
+        o = owner.get(bid)
+        if o is not None:
+            prev = o[i]
+            if np.any((prev >= 0) & (prev != cur[0])):
+                raise RaceError(f"two thread blocks write the same element of {prog.bufs[bid].name}: the "
+                                "result would depend on which block runs last")
+            o[i] = cur[0]
 
     G = {}
     for b in prog.bufs:
@@ -206,6 +224,7 @@ def run(prog: Program, inputs: dict[int, np.ndarray]):
             G[b.id] = inputs[b.id]
         elif not b.scope.startswith("shared") and b.scope != "local":
             G[b.id] = np.full(b.size, np.nan)
+            owner[b.id] = np.full(b.size, -1, dtype=np.int64)
     env = {"np": np, "_ld": _ld, "_st": _st, "_G": G, "_ramp": _ramp, "_bcast": _bcast, "_tdiv": _tdiv,
            "_tmod": _tmod, "_shared": _shared, "_int": lambda x: np.asarray(x).astype(np.int64) if
            isinstance(x, np.ndarray) else int(x), "_float": float, "_bool": bool}
@@ -213,7 +232,10 @@ def run(prog: Program, inputs: dict[int, np.ndarray]):
     phase = 0
     for name, blocks, threads in prog.kernels:
         fn = env[name]
+        for o in owner.values():
+            o[:] = -1           # a new kernel may rewrite what an earlier one wrote
         for b in range(blocks):
+            cur[0] = b
             S: dict = {}
             alive = [(t, fn(b, t, S)) for t in range(threads)]
             while alive:

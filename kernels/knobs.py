@@ -78,6 +78,7 @@ class Plan:
     unroll: int = 0
     order: str = "k_outer"
     parallel: bool = False
+    rthreads: int = 1                         # threads sharing one output's reduction (CUDA)
 
 
 def _fp(scope: str, shared_tile: int, local_all: int, local_step: int) -> tuple[int, int]:
@@ -129,18 +130,24 @@ class Conv1dCuda:
     cache_c: str = cache_out("local")
     vector: int = vector(1)
     unroll: int = unroll(0)
+    k_threads: int = _f(1, "Threads sharing one output's reduction: each sums N / k_threads products and the "
+                           "partial sums meet in shared memory (for few outputs and a long kernel).",
+                        (1, 2, 4, 8, 16, 32))
 
     def extents(self, s: Shape):
         return {"": ("M+N-1", s["M"] + s["N"] - 1), "k": ("N", s["N"])}
 
     def footprint(self, s: Shape) -> tuple[int, int]:
+        if self.k_threads > 1:
+            return self.tile * self.k_threads, 1
         a = _fp(self.cache_a, self.tile + self.k_split - 1, self.patch + self.k_split - 1, self.patch)
         w = _fp(self.cache_w, self.k_split, self.k_split, 1)
         return a[0] + w[0], a[1] + w[1] + _acc(self.cache_c, self.patch)
 
     def plan(self, s: Shape) -> Plan:
         return Plan("cuda", (self.tile,), (self.patch,), (self.k_split,),
-                    (("A_pad", self.cache_a), ("W", self.cache_w)), self.cache_c, self.vector, self.unroll)
+                    (("A_pad", self.cache_a), ("W", self.cache_w)), self.cache_c, self.vector, self.unroll,
+                    rthreads=self.k_threads)
 
 
 @dataclass(frozen=True)
@@ -310,19 +317,19 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         "seed": dict(tile_m=64, tile_n=64, patch_m=4, patch_n=4, k_split=16, cache_a="local", cache_b="local",
                      cache_c="local", vector=4),
         "best": dict(tile_m=64, tile_n=64, patch_m=4, patch_n=4, k_split=16, cache_a="shared+local",
-                     cache_b="shared+local", cache_c="local", vector=4),
+                     cache_b="shared+local", cache_c="local", vector=4, unroll=512),
     },
     ("conv1d", "cuda"): {
         "baseline": dict(tile=1, patch=1, k_split=BIG, cache_a="global", cache_w="global", cache_c="global"),
         "naive": dict(tile=256, patch=1, k_split=BIG, cache_a="global", cache_w="global", cache_c="global"),
         "seed": dict(tile=256, patch=4, k_split=32, cache_a="local", cache_w="local", cache_c="local"),
-        "best": dict(tile=256, patch=4, k_split=64, cache_a="shared", cache_w="shared", cache_c="local"),
+        "best": dict(tile=256, patch=4, k_split=32, cache_a="local", cache_w="local", cache_c="local"),
     },
     ("dwconv2d", "cuda"): {
         "baseline": dict(tile_h=1, tile_w=1, patch_h=1, patch_w=1, cache_x="global", cache_w="global", cache_c="global"),
         "naive": dict(tile_h=8, tile_w=32, patch_h=1, patch_w=1, cache_x="global", cache_w="global", cache_c="global"),
         "seed": dict(tile_h=16, tile_w=32, patch_h=2, patch_w=2, cache_x="local", cache_w="local", cache_c="local"),
-        "best": dict(tile_h=16, tile_w=32, patch_h=2, patch_w=2, cache_x="shared", cache_w="local", cache_c="local"),
+        "best": dict(tile_h=16, tile_w=64, patch_h=4, patch_w=2, cache_x="local", cache_w="local", cache_c="local"),
     },
     ("dwsep_conv2d", "cuda"): {
         "baseline": dict(tile_f=1, tile_h=1, tile_w=1, patch_f=1, patch_h=1, patch_w=1, c_split=BIG,
@@ -331,7 +338,7 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
                       cache_d="global", cache_p="global", cache_c="global"),
         "seed": dict(tile_f=8, tile_h=8, tile_w=32, patch_f=4, patch_h=1, patch_w=2, c_split=8,
                      cache_d="local", cache_p="local", cache_c="local"),
-        "best": dict(tile_f=8, tile_h=8, tile_w=32, patch_f=4, patch_h=1, patch_w=2, c_split=8,
+        "best": dict(tile_f=64, tile_h=2, tile_w=32, patch_f=8, patch_h=1, patch_w=2, c_split=8,
                      cache_d="shared", cache_p="local", cache_c="local"),
     },
     # CPU: baseline = the plain loop nest, intermediates materialized, one core; naive = the same nest with the
@@ -379,6 +386,11 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
     },
 }
 PRESET_NAMES = ("baseline", "naive", "seed", "best")
+# Few outputs and a long reduction leave the GPU idle unless threads share each output's reduction.
+FEW_OUTPUTS = 16384
+BEST_FEW_OUTPUTS: dict[tuple[str, str], dict] = {
+    ("conv1d", "cuda"): dict(tile=8, patch=1, k_threads=32, cache_a="global", cache_w="global", cache_c="global"),
+}
 
 
 class KnobError(ValueError):
@@ -413,6 +425,8 @@ def fit(k, s: Shape):
         if hasattr(k, f"{x}_split"):
             ch[f"{x}_split"] = min(getattr(k, f"{x}_split"), n)
     k = replace(k, **ch)
+    if getattr(k, "k_threads", 1) > 1:
+        k = replace(k, k_threads=_largest_divisor(s["N"], k.k_threads))
     if hasattr(k, "vector"):
         choices = [v for v in fields_of(k)["vector"].metadata["choices"] if v <= k.vector]
         for v in sorted(choices, reverse=True):
@@ -430,7 +444,22 @@ def preset(op: str, target: str, name: str, s: Shape):
     cls = knob_class(op, target)
     if name not in PRESET_NAMES:
         raise KnobError([f"Unknown preset '{name}'; choose one of {', '.join(PRESET_NAMES)}."])
-    return fit(cls(**PRESETS[(op, target)][name]), s)
+    table = PRESETS[(op, target)]
+    if name == "best" and (op, target) in BEST_FEW_OUTPUTS and _outputs(op, s) < FEW_OUTPUTS:
+        return fit(cls(**BEST_FEW_OUTPUTS[(op, target)]), s)
+    return fit(cls(**table[name]), s)
+
+
+def fitted(op: str, target: str, text: str, s: Shape):
+    """Knob text applied to the class defaults, then fitted to the shape: how a preset is built."""
+    return fit(parse_knobs(op, target, text, knob_class(op, target)()), s)
+
+
+def _outputs(op: str, s: Shape) -> int:
+    out = 1
+    for d in OPS[op].output_shape(s):
+        out *= d
+    return out
 
 
 def _inner_axis(k) -> tuple[str, str, str]:
@@ -460,7 +489,7 @@ def _vector_problems(k, s: Shape) -> list[str]:
 
 
 def _largest_divisor(n: int, below: int) -> int:
-    return max(d for d in (1, 2, 4, 8, 16) if d <= below and n % d == 0)
+    return max(d for d in (1, 2, 4, 8, 16, 32) if d <= below and n % d == 0)
 
 
 def validate(op: str, target: str, k, s: Shape) -> list[str]:
@@ -496,8 +525,18 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
             t, p = (f"tile_{x}", f"patch_{x}") if x else ("tile", "patch")
             if hasattr(k, t):
                 threads *= getattr(k, t) // getattr(k, p)
+        kt = getattr(k, "k_threads", 1)
+        if kt > 1 and (k.patch != 1 or k.cache_a != "global" or k.cache_w != "global"):
+            out.append(f"k_threads={kt} splits each output's reduction across threads, which streams operands "
+                       "straight from global memory one output per thread group; set patch=1, cache_a=global and "
+                       "cache_w=global, or k_threads=1.")
+        if kt > 1 and s["N"] % kt:
+            out.append(f"k_threads={kt} does not divide N={s['N']}; the split reduction needs a k_threads that "
+                       f"divides N, e.g. {_largest_divisor(s['N'], kt)}.")
+        threads *= kt
         if threads > MAX_THREADS:
-            out.append(f"The block would have {threads} threads (tile / patch on each axis); CUDA allows at most "
+            out.append(f"The block would have {threads} threads (tile / patch on each axis"
+                       f"{', times k_threads' if kt > 1 else ''}); CUDA allows at most "
                        f"{MAX_THREADS}, so use a larger patch or a smaller tile.")
         smem, regs = k.footprint(s)
         if smem * 4 > SHARED_LIMIT:

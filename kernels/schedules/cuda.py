@@ -60,7 +60,47 @@ def _naive_stage(sch: Schedule, blk, steps: Steps, name: str) -> None:
     steps(f"{name} stays in global memory: its own kernel, one thread per element, 256 threads per block.")
 
 
+def _split_reduction(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
+    """Few outputs, long reduction: `rthreads` threads share each output. rfactor gives every thread a
+    partial sum of every rthreads-th product (neighbouring lanes read neighbouring addresses); the partials
+    meet in shared memory and one thread per output adds them up."""
+    inline_pads(sch, set(), steps)
+    blk = sch.get_sblock("C")
+    i, k = sch.get_loops(blk)
+    r = plan.rthreads
+    tile = plan.tiles[0]
+    threads = tile * r
+    ko, kt = sch.split(k, [None, r])
+    rf = sch.rfactor(kt, 0)           # before the output split: rfactor drops a remainder predicate
+    bo, it = sch.split(sch.get_loops(blk)[0], [None, tile])
+    steps(f"rfactor the reduction by {r}: thread lane j sums products j, j + {r}, j + {2 * r}, ... of its output "
+          f"(a {r}-way split of each output's {plan.splits[0] if plan.splits else ''} reduction).")
+    sch.bind(bo, "blockIdx.x")
+    sch.set_scope(rf, 0, "shared")
+    sch.compute_at(rf, bo)             # before C's thread split, so the region is this block's `tile` outputs
+    _, ct = sch.split(it, [None, threads])
+    sch.bind(ct, "threadIdx.x")
+    sch.decompose_reduction(blk, sch.get_loops(blk)[-1])
+    rl = sch.get_loops(rf)[1:]
+    n_red = len([iv for iv in sch.get(rf).iter_vars if iv.iter_type == 2 and int(iv.dom.extent) > 1])
+    sp = rl[:len(rl) - n_red]           # compute_at drops unit loops: count the reduction loops from the end
+    f = sch.fuse(*sp) if len(sp) > 1 else sp[0]
+    _, t = sch.split(f, [None, threads])
+    sch.bind(t, "threadIdx.x")
+    acc = sch.cache_write(rf, 0, "local")
+    sch.reverse_compute_at(acc, t)
+    steps(f"{tile} outputs per block, {threads} threads: each accumulates its partial sum in a register and "
+          "stores it to shared memory once.")
+    steps(f"after a barrier, one thread per output adds the {r} partial sums from shared memory.")
+    if plan.unroll:
+        sch.annotate(bo, "pragma_auto_unroll_max_step", plan.unroll)
+        sch.annotate(bo, "pragma_unroll_explicit", 1)
+    return sch
+
+
 def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
+    if plan.rthreads > 1:
+        return _split_reduction(sch, plan, steps)
     blk = sch.get_sblock("C")
     staged = {n for n, s in plan.caches if s != "global"}
     inline_pads(sch, staged, steps)
@@ -101,12 +141,13 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
             else:
                 stage = sch.cache_read(blk, read_index(sch, blk, name), "shared")
             sch.compute_at(stage, ro[-1])
+            shared_name = sch.get(stage).writes[0].source.name
             vec = plan.vector if (d is None and _fill_vectorizable(sch, stage, depth, threads, plan.vector)) else 1
             _cooperative(sch, stage, depth, threads, vec, steps, f"{name}_shared")
             steps(f"stage {name} in shared memory once per reduction tile: every thread of the block reads the "
                   "tile from shared memory instead of global; barriers separate the fill from the use.")
             if scope == "shared+local":
-                loc = sch.cache_read(blk, read_index(sch, blk, sch.get(stage).writes[0].source.name), "local")
+                loc = sch.cache_read(blk, read_index(sch, blk, shared_name), "local")
                 sch.compute_at(loc, ri[-1])
                 steps(f"copy the thread's slice of {name} from shared into registers at each reduction step: "
                       "the patch loop then reads registers only.")
