@@ -87,9 +87,10 @@ def versions() -> str:
 @functools.lru_cache(maxsize=256)
 def compiled(op: str, shape_items: tuple, knobs, target: str):
     """(runtime module, compile seconds) for one schedule; cached by (op, shape, knobs, target)."""
-    sch, _ = create(op, dict(shape_items), knobs, target)
+    shape = dict(shape_items)
+    sch, _ = create(op, shape, knobs, target)
     t0 = time.perf_counter()
-    ex = tvm.compile(sch.mod, target=lowering.tvm_target(target))
+    ex = lowering.compile(sch.mod, target, lowering.disabled(target, knobs, shape))
     mod = ex.jit() if target_available(target) is None else None
     return ex, mod, time.perf_counter() - t0
 
@@ -100,7 +101,7 @@ def source(op: str, shape: Shape, knobs, target: str, ir: str = "tir") -> str:
     if ir == "tir":
         return sch.mod.script()
     if ir == "lowered":
-        return lowering.lower(sch.mod, target).script()
+        return lowering.lower(sch.mod, target, lowering.disabled(target, knobs, shape)).script()
     ex, _, _ = compiled(op, tuple(shape.items()), knobs, target)
     if ir == "cuda":
         return ex.mod.imports[0].inspect_source()

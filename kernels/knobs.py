@@ -436,6 +436,15 @@ def fit(k, s: Shape):
     return k
 
 
+def has_remainder(k, s: Shape) -> bool:
+    """Whether some tile or split does not divide its axis (the schedule then carries predicates)."""
+    for x, (_, n) in k.extents(s).items():
+        for f in ((f"tile_{x}" if x else "tile"), f"{x}_split"):
+            if hasattr(k, f) and n % getattr(k, f):
+                return True
+    return False
+
+
 def fields_of(k) -> dict[str, dataclasses.Field]:
     return {f.name: f for f in fields(k)}
 

@@ -39,7 +39,7 @@ def tensor_shapes(op: str, shape: Shape) -> dict[str, tuple[int, ...]]:
 @functools.lru_cache(maxsize=512)
 def _lowered(op: str, shape_items: tuple, knobs, target: str, compact: bool):
     sch, _ = create(op, dict(shape_items), knobs, target)
-    passes = lowering.passes()
+    passes = lowering.passes(lowering.disabled(target, knobs, dict(shape_items)))
     if not compact:   # keep every buffer in its tensor's full index space, so a flat index names the element
         drop = ("CompactBufferAllocation", "StorageRewrite")
         passes = [p for p in passes if not any(d in str(p.info.name) for d in drop)]
