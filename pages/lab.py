@@ -59,6 +59,23 @@ def chart(fig, key: str, **kw) -> None:
     st.plotly_chart(fig, theme=None, key=key, config={"displaylogo": False}, **kw)
 
 
+ASKED: set = set()                  # the full-size counts this run asked for
+
+
+def counts_of(v: View, knobs, wait: float):
+    """Full-size counts of `knobs` for the view; raises L.Pending past `wait` seconds."""
+    ASKED.add((v.op, v.key[1], knobs, v.target))
+    return L.full_counts(v.op, v.key[1], knobs, v.target, wait)
+
+
+@st.fragment(run_every=2.0)
+def poll_counts(keys: set) -> None:
+    """While full-size counts run in the background, check every 2 s and redraw the page when done."""
+    if not L.counting(keys):
+        st.rerun()
+    st.caption(":material/hourglass_top: Counting at full size in the background; the page redraws when done.")
+
+
 def num(x: float):
     return int(x) if float(x).is_integer() else round(float(x), 2)
 
@@ -168,6 +185,7 @@ def counts_section(v: View, drawn) -> None:
     naive = K.preset(v.op, v.target, "naive", v.shape)
     named = {"current": v.knobs, "naive": naive, **L.variants(v.op, v.target, v.knobs, v.shape)}
     tile_sets, full_sets, traces, notes = {}, {}, {}, []
+    deadline = time.perf_counter() + 1.0      # the page waits this long for full-size counts, then moves on
     headline = st.empty()                     # the current kernel's counts, drawn before the comparisons
     for label, k in named.items():
         if isinstance(k, list):
@@ -179,7 +197,7 @@ def counts_section(v: View, drawn) -> None:
         except Exception as e:  # noqa: BLE001
             notes.append(f"**{label}** (drawable tile): {' '.join(L.sentences(e))}")
         try:
-            full_sets[label] = L.full_counts(v.op, v.key[1], k, v.target).level_totals("read")
+            full_sets[label] = counts_of(v, k, deadline - time.perf_counter()).level_totals("read")
         except Exception as e:  # noqa: BLE001
             notes.append(f"**{label}** (full size): {' '.join(L.sentences(e))}")
         if label == "current":
@@ -211,7 +229,7 @@ def counts_section(v: View, drawn) -> None:
         chart(heat, "lab_reuse")
         download(heat, f"{v.op}-{v.target}-reuse", "lab_dl_reuse")
     try:
-        counts = L.full_counts(v.op, v.key[1], v.knobs, v.target)
+        counts = counts_of(v, v.knobs, 0)
     except Exception:           # noqa: BLE001 - reported above
         return
     cc = st.columns([3, 2]) if counts.ncu else [st.container()]
@@ -315,7 +333,7 @@ def roofline_section(v: View, got: dict | None) -> None:
         named["baseline"] = K.preset(v.op, v.target, "baseline", v.shape)
     for label, k in named.items():
         try:
-            ai = L.full_counts(v.op, v.key[1], k, v.target).intensity()["global"]
+            ai = counts_of(v, k, 0).intensity()["global"]
         except Exception:       # noqa: BLE001 - reported in the counts section
             continue
         if label != "baseline":
@@ -328,7 +346,7 @@ def roofline_section(v: View, got: dict | None) -> None:
             for _, row in rec[(rec["shape"] == L.shape_text(v.shape)) & rec["preset"].isin(K.PRESET_NAMES)].iterrows():
                 try:
                     k = K.preset(v.op, v.target, row["preset"], v.shape)
-                    ai = L.full_counts(v.op, v.key[1], k, v.target).intensity()["global"]
+                    ai = counts_of(v, k, 0).intensity()["global"]
                     pts.append(viz.Point(f"{row['preset']} ({row['device']})", ai, float(row["gflops"]), "measured"))
                 except Exception:   # noqa: BLE001 - a run the simulator cannot count is left off
                     continue
@@ -372,6 +390,8 @@ with main:
     timed = guarded(kernel_section, view)
     guarded(code_section, view)
     guarded(roofline_section, view, timed)
+    if L.counting(ASKED):
+        poll_counts(set(ASKED))
 ss.setdefault("lab_timing", {})["whole page"] = time.perf_counter() - _t0
 if os.environ.get("KERNEL_LAB_TIMING"):        # server-side timings on stderr, for measuring the page
     print("lab timing", {k: round(x, 3) for k, x in ss["lab_timing"].items()}, f"at {time.time():.2f}",

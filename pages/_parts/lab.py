@@ -7,8 +7,12 @@ from __future__ import annotations
 import glob
 import json
 import os
+import queue
 import re
+import threading
 import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import fields, replace
 
 import numpy as np
@@ -39,6 +43,8 @@ def sentences(exc: BaseException) -> list[str]:
     """What went wrong, as sentences for st.error (never a traceback)."""
     if isinstance(exc, K.KnobError):
         return list(exc.problems)
+    if isinstance(exc, Pending):
+        return [str(exc)]
     msg = str(exc).strip().splitlines()
     return [f"{type(exc).__name__}: {msg[-1] if msg else ''}".rstrip(": ")]
 
@@ -98,9 +104,54 @@ def _trace(op: str, shape_items: tuple, tiny_knobs, target: str):
     return traffic.trace(op, dict(shape_items), tiny_knobs, target)
 
 
-@st.cache_resource(max_entries=512, show_spinner=False)
-def full_counts(op: str, shape_items: tuple, knobs, target: str):
-    return traffic.counts(op, dict(shape_items), knobs, target)
+class Pending(Exception):
+    """Full-size counts still being computed in the background."""
+
+
+# Full-size counts usually take milliseconds, but some large shapes take minutes; they run on one
+# background worker, so the page waits at most its budget and shows the rest when they are ready.
+# A daemon thread (not a ThreadPoolExecutor, whose workers are joined at exit) so that stopping the
+# server never waits for a long count.
+_QUEUE: queue.Queue = queue.Queue()
+_JOBS: dict[tuple, Future] = {}
+_JOBS_LOCK = threading.Lock()
+
+
+def _worker() -> None:
+    while True:
+        job, args = _QUEUE.get()
+        if job.set_running_or_notify_cancel():
+            try:
+                job.set_result(traffic.counts(*args))
+            except BaseException as e:      # noqa: BLE001 - handed to whoever asks for the result
+                job.set_exception(e)
+
+
+threading.Thread(target=_worker, daemon=True, name="full-counts").start()
+
+
+def full_counts(op: str, shape_items: tuple, knobs, target: str, wait: float = 1.0):
+    """Counts at full size, or raises Pending after `wait` seconds (the job keeps running; ask again)."""
+    key = (op, shape_items, knobs, target)
+    with _JOBS_LOCK:
+        job = _JOBS.get(key)
+        if job is None or job.cancelled():
+            job = _JOBS[key] = Future()
+            _QUEUE.put((job, (op, dict(shape_items), knobs, target)))
+    try:
+        return job.result(timeout=max(wait, 0.0))
+    except FutureTimeout:
+        raise Pending("still being counted in the background (large shapes can take a while); "
+                      "they appear here when ready") from None
+
+
+def counting(keys: set) -> bool:
+    """Whether any of these counts is still queued or running; drops queued jobs nobody asks for any more."""
+    with _JOBS_LOCK:
+        for k, job in _JOBS.items():
+            if k not in keys and not job.running():
+                job.cancel()
+        return any(not _JOBS[k].done() for k in keys if k in _JOBS)
 
 
 def tile_figure(op: str, knobs, target: str, block: int | None, thread: int | None):

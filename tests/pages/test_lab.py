@@ -75,3 +75,25 @@ def test_the_run_is_recorded_in_the_results_store(lab):
     lab.button(key="lab_run").click().run()
     df = results.load()
     assert {"seed", "baseline", "naive"} <= set(df["preset"]) and (df["op"] == "gemm").all()
+
+
+def test_a_slow_full_size_count_does_not_hold_the_page(lab, monkeypatch):
+    import time
+
+    from pages._parts import lab as parts
+    real = parts.traffic.counts
+
+    def slow(op, shape, knobs, target):
+        if shape.get("M") == 640:
+            time.sleep(4)
+        return real(op, shape, knobs, target)
+
+    monkeypatch.setattr(parts.traffic, "counts", slow)
+    lab.button_group(key="lab_size").set_value("custom").run()
+    lab.text_input(key="lab_custom_gemm").input("M=640,N=64,K=64")
+    t0 = time.perf_counter()
+    lab.run()
+    assert time.perf_counter() - t0 < 3.5
+    _no_failures(lab)
+    assert any("still being counted" in c.value for c in lab.caption)
+    assert lab.get("plotly_chart")                    # the tile is drawn meanwhile
