@@ -323,13 +323,14 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         "baseline": dict(tile=1, patch=1, k_split=BIG, cache_a="global", cache_w="global", cache_c="global"),
         "naive": dict(tile=256, patch=1, k_split=BIG, cache_a="global", cache_w="global", cache_c="global"),
         "seed": dict(tile=256, patch=4, k_split=32, cache_a="local", cache_w="local", cache_c="local"),
-        "best": dict(tile=256, patch=4, k_split=32, cache_a="local", cache_w="local", cache_c="local"),
+        "best": dict(tile=512, patch=4, k_split=64, cache_a="local", cache_w="local", cache_c="local", unroll=512),
     },
     ("dwconv2d", "cuda"): {
         "baseline": dict(tile_h=1, tile_w=1, patch_h=1, patch_w=1, cache_x="global", cache_w="global", cache_c="global"),
         "naive": dict(tile_h=8, tile_w=32, patch_h=1, patch_w=1, cache_x="global", cache_w="global", cache_c="global"),
         "seed": dict(tile_h=16, tile_w=32, patch_h=2, patch_w=2, cache_x="local", cache_w="local", cache_c="local"),
-        "best": dict(tile_h=16, tile_w=64, patch_h=4, patch_w=2, cache_x="local", cache_w="local", cache_c="local"),
+        "best": dict(tile_h=16, tile_w=128, patch_h=4, patch_w=4, cache_x="local", cache_w="local", cache_c="local",
+                     vector=4),
     },
     ("dwsep_conv2d", "cuda"): {
         "baseline": dict(tile_f=1, tile_h=1, tile_w=1, patch_f=1, patch_h=1, patch_w=1, c_split=BIG,
@@ -338,7 +339,7 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
                       cache_d="global", cache_p="global", cache_c="global"),
         "seed": dict(tile_f=8, tile_h=8, tile_w=32, patch_f=4, patch_h=1, patch_w=2, c_split=8,
                      cache_d="local", cache_p="local", cache_c="local"),
-        "best": dict(tile_f=64, tile_h=2, tile_w=32, patch_f=8, patch_h=1, patch_w=2, c_split=8,
+        "best": dict(tile_f=64, tile_h=2, tile_w=32, patch_f=16, patch_h=1, patch_w=2, c_split=8,
                      cache_d="shared", cache_p="local", cache_c="local"),
     },
     # CPU: baseline = the plain loop nest, intermediates materialized, one core; naive = the same nest with the
@@ -389,7 +390,8 @@ PRESET_NAMES = ("baseline", "naive", "seed", "best")
 # Few outputs and a long reduction leave the GPU idle unless threads share each output's reduction.
 FEW_OUTPUTS = 16384
 BEST_FEW_OUTPUTS: dict[tuple[str, str], dict] = {
-    ("conv1d", "cuda"): dict(tile=8, patch=1, k_threads=32, cache_a="global", cache_w="global", cache_c="global"),
+    ("conv1d", "cuda"): dict(tile=8, patch=1, k_threads=32, cache_a="global", cache_w="global", cache_c="global",
+                             unroll=512),
 }
 
 

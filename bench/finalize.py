@@ -1,0 +1,50 @@
+"""Write the H200 measurements of one device run into data/: the benchmark table with each row's `best`
+(the run whose knobs equal the shipped preset's), the Nsight Compute counters, and the sweep summary.
+
+    python -m bench.finalize RUN_DIR   (a device run's $OUT, fetched here)
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from kernels.knobs import knobs_text, preset
+
+from . import ncu_data
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+COMMAND = "bash bench/device_run3.sh  (bench.h200 table --candidates; bench.picks; ncu ... bench.h200 ncu-launch; " \
+          "bench.h200 sweep --picks)"
+
+
+def bench_table(run: Path) -> dict:
+    t = json.load(open(run / "table.json"))
+    for row in t["rows"]:
+        want = knobs_text(preset(row["op"], "cuda", "best", row["shape"]))
+        name = next((n for n, r in row["runs"].items() if r.get("knobs") == want and "median_ms" in r), None)
+        row["best_run"] = name
+    t["command"] = COMMAND
+    t["started"] = (run / "started").read_text().strip()
+    t["reference_timing"] = "torch call captured in a CUDA graph, replayed back to back; kernels by TVM's " \
+                            "time_evaluator; medians of 7 repeats of at least 10 ms each, after warm-up"
+    return t
+
+
+def main(run_dir: str) -> None:
+    run = Path(run_dir)
+    t = bench_table(run)
+    json.dump(t, open(DATA / "h200_bench.json", "w"), indent=1)
+    json.dump(json.load(open(run / "picks.json")), open(DATA / "h200_picks.json", "w"), indent=1)
+    s = json.load(open(run / "sweep_summary.json"))
+    s.update(device=t["device"], date=t["started"], command=COMMAND + " (sweep part: bench.h200 sweep)")
+    json.dump(s, open(DATA / "h200_sweep.json", "w"), indent=1)
+    ncu_data.main(str(run / "ncu.csv"), str(run / "ncu_list_launched.json"), str(DATA / "ncu_h200.csv"),
+                  t["device"], t["started"], t["versions"].split(",")[0].replace("tvm ", ""),
+                  "bash bench/device_run3.sh (ncu --clock-control none --metrics ... python3 -m bench.h200 ncu-launch)")
+    for row in t["rows"]:
+        print(row["op"], row["shape"], "best =", row["best_run"])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
