@@ -232,16 +232,16 @@ def counts_section(v: View, drawn) -> None:
         counts = counts_of(v, v.knobs, 0)
     except Exception:           # noqa: BLE001 - reported above
         return
-    cc = st.columns([3, 2]) if counts.ncu else [st.container()]
     table = pd.DataFrame({t: {f"{lv} {kind}": x[kind] for lv, x in lvs.items() for kind in ("read", "write")}
                           for t, lvs in counts.per_tensor.items()}).T
-    cc[0].markdown("**Per tensor, full size** (element reads and writes at each level)")
-    cc[0].dataframe(table, width="stretch",
-                    column_config={c: st.column_config.NumberColumn(format="localized") for c in table})
+    st.markdown("**Per tensor, full size** (element reads and writes at each level)")
+    st.dataframe(table, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="localized") for c in table})
     if counts.ncu:
-        cc[1].markdown("**Nsight Compute, predicted for this kernel**")
-        cc[1].dataframe(pd.DataFrame({"predicted": counts.ncu}), width="stretch",
-                        column_config={"predicted": st.column_config.NumberColumn(format="localized")})
+        st.markdown("**Nsight Compute metrics, predicted for this kernel**")
+        st.dataframe(pd.DataFrame({"metric": list(counts.ncu), "predicted": list(counts.ncu.values())}),
+                     hide_index=True, width="content",
+                     column_config={"predicted": st.column_config.NumberColumn(format="localized")})
     for e in counts.effects:
         st.caption(f"Modelled: {e}")
 
@@ -260,7 +260,13 @@ def kernel_section(v: View) -> dict | None:
             st.markdown(f"**Recorded on {', '.join(sorted(set(map(str, rec['device']))))}** "
                         f"(dates: {', '.join(sorted(set(str(d)[:10] for d in rec['date'])))})")
             mine = rec[rec["preset"] == v.preset] if "preset" in rec.columns else rec
-            st.dataframe(mine if not mine.empty else rec, hide_index=True, width="stretch")
+            first = [c for c in ("device", "date", "shape", "preset", "median_ms", "gflops", "gbps", "ok", "rel_err",
+                                 "reference", "ref_ms", "knobs", "file") if c in rec.columns]
+            shown = mine if not mine.empty else rec
+            st.caption(f"Recorded runs of the `{v.preset}` preset, every shape (the files under data/ hold them all)."
+                       if not mine.empty else "Every recorded run of this operator (none of this preset).")
+            st.dataframe(shown[first + [c for c in shown.columns if c not in first]], hide_index=True,
+                         width="stretch")
         return None
     if st.button("Compile & run", type="primary", key="lab_run",
                  help="Compile this schedule, check it against the float64 reference, time it, and time the "
@@ -343,17 +349,24 @@ def roofline_section(v: View, got: dict | None) -> None:
     if v.target == "cuda":
         rec = L.recorded_runs(v.op)
         if not rec.empty and {"preset", "shape", "gflops", "device"} <= set(rec.columns):
-            for _, row in rec[(rec["shape"] == L.shape_text(v.shape)) & rec["preset"].isin(K.PRESET_NAMES)].iterrows():
-                try:
-                    k = K.preset(v.op, v.target, row["preset"], v.shape)
+            mine = rec[(rec["shape"] == L.shape_text(v.shape)) & rec["preset"].isin(K.PRESET_NAMES)]
+            latest = mine.sort_values("date").drop_duplicates(["preset", "device"], keep="last")
+            for _, row in latest.iterrows():
+                try:                    # the knobs the run used (presets change as tuning goes on)
+                    text = row.get("knobs")
+                    k = (K.parse_knobs(v.op, v.target, text) if isinstance(text, str) and text
+                         else K.preset(v.op, v.target, row["preset"], v.shape))
                     ai = counts_of(v, k, 0).intensity()["global"]
-                    pts.append(viz.Point(f"{row['preset']} ({row['device']})", ai, float(row["gflops"]), "measured"))
-                except Exception:   # noqa: BLE001 - a run the simulator cannot count is left off
+                    pts.append(viz.Point(f"{row['preset']} ({row['device']}, {str(row['date'])[:10]})", ai,
+                                         float(row["gflops"]), "measured"))
+                except Exception:       # noqa: BLE001 - a run the simulator cannot count (yet) is left off
                     continue
     roof = viz.roofline(pts, compute, memory, title=f"{OPS[v.op].title} on {v.target}: global-memory roofline")
     chart(roof, "lab_roof")
-    st.caption("Arithmetic intensity = FLOPs / bytes moved to and from global memory, from the exact counts. "
-               "Predicted points sit on the roof; measured points appear once a kernel has been timed.")
+    st.caption("Arithmetic intensity = FLOPs / bytes of global loads and stores, from the exact counts. Predicted "
+               "points sit on the roof; measured points appear once a kernel has been timed (the latest recorded "
+               "run per preset on the GPU). The counts charge every global load to DRAM, so a kernel whose "
+               "re-reads hit the L1/L2 caches can measure above this roof.")
     download(roof, f"{v.op}-{v.target}-roofline", "lab_dl_roof")
 
 
