@@ -23,7 +23,6 @@ import viz
 
 from kernels import build, results
 from kernels import knobs as K
-from kernels.ops import OPS
 
 try:                                 # the simulator; the Lab still compiles and runs kernels without it
     from kernels import traffic
