@@ -8,8 +8,9 @@ Intermediates (the padding A_pad / X_pad, the depthwise result D) live in one of
     global      their own array, filled before the consumer runs
     inline      recomputed where they are read (the padding becomes a bounds test)
     compute_at  computed per tile inside the consumer's loop nest, so the tile stays in cache
-Tiles that do not divide their axis leave a predicate (T.where) on the remainder; the loops carry
-`pragma_loop_partition_hint`, so lowering splits off the remainder and the full tiles run without it.
+Remainders: a tile that does not divide its axis leaves a predicate (T.where) on outer loops, which costs
+little. The contiguous axis is different: a partial last vector would put a per-lane test in the vector
+loop and scalarize it, so that axis is peeled (loop_partition) into full vectors and the few left over.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
             sch.compute_inline(b)
             steps(f"compute_inline({name}): the zero padding becomes a bounds test in the reader, no extra array.")
 
+    blk, tail = _peel(sch, blk, plan, stages, steps)
     parts = _tile(sch, blk, plan, steps)
     bo = sch.fuse(*parts["bo"]) if len(parts["bo"]) > 1 else parts["bo"][0]
     if plan.parallel:
@@ -54,11 +56,14 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
             _vectorize_inner(sch, sch.get_loops(pk)[-1], plan.vector)
             steps("pack B's K-tile x N-tile panel contiguously once per tile: the inner loop streams unit-stride "
                   "vectors.")
-        elif b is not None and is_pad(name) and sch.get_consumers(b) and producer(sch, "D") is None:
+        elif b is not None and is_pad(name) and producer(sch, "D") is None:
             if where == "compute_at":
-                _pad_at(sch, b, bo, plan)
-                steps(f"compute {name} per tile (compute_at): the tile's padded window stays in L1; a partition "
-                      "hint splits its zero border from the plain copy.")
+                if tail is not None:    # the peeled nest reads the padding inline; the main nest per tile
+                    b = sch.cache_read(blk, read_index(sch, blk, name), "global")
+                    sch.compute_inline(producer(sch, name))
+                _pad_at(sch, b, bo)
+                steps(f"compute {name} per tile (compute_at): the tile's padded window stays in L1; zeros first, "
+                      "then a plain copy of the interior (decompose_padding).")
             elif where == "global":
                 _materialize(sch, b, plan, steps, name)
 
@@ -72,10 +77,8 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
         _register_patch(sch, parts, plan, steps)
     first_r = next(l for key in ORDER[plan.order] if key in ("ro", "ri") for l in parts[key])
     sch.decompose_reduction(blk, first_r)
-    if _has_remainder(sch, blk, plan):
-        _partition_hints(sch, bo)
-        steps("the tiles do not divide every axis: a partition hint splits off the remainder, so the full tiles "
-              "run without bounds tests.")
+    if tail is not None:
+        _schedule_tail(sch, tail, plan)
     if plan.unroll:
         sch.annotate(bo, "pragma_auto_unroll_max_step", plan.unroll)
         steps(f"unroll inner loops up to {plan.unroll} steps.")
@@ -83,16 +86,22 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
 
 
 def _tile(sch: Schedule, blk, plan: Plan, steps: Steps) -> dict[str, list]:
+    """Split every axis into block tile / patches in the tile / patch (reductions: outer / inner). With SIMD the
+    contiguous axis is split into vectors first, so a tile remainder is a test on whole vectors, never lanes."""
     loops = sch.get_loops(blk)
     ns = len(plan.tiles)
-    parts = {"bo": [], "to": [], "po": [], "ro": [], "ri": []}
-    for loop, t, p in zip(loops[:ns], plan.tiles, plan.patches):
+    parts = {"bo": [], "to": [], "po": [], "ro": [], "ri": [], "lanes": []}
+    for a, (loop, t, p) in enumerate(zip(loops[:ns], plan.tiles, plan.patches)):
+        if a == ns - 1 and _simd(plan):
+            loop, lanes = sch.split(loop, [None, plan.vector])
+            t, p = t // plan.vector, p // plan.vector
+            parts["lanes"].append(lanes)
         b, th, pp = sch.split(loop, [None, t // p, p])
         parts["bo"].append(b), parts["to"].append(th), parts["po"].append(pp)
     for loop, s in zip(loops[ns:], plan.splits):
         o, i = sch.split(loop, [None, s])
         parts["ro"].append(o), parts["ri"].append(i)
-    sch.reorder(*[l for key in ORDER[plan.order] for l in parts[key]])
+    sch.reorder(*[l for key in ORDER[plan.order] + ("lanes",) for l in parts[key]])
     steps({"plain": "keep the loop nest as written: each output is finished before the next starts.",
            "k_outer": "reduction tile outside the patches, contiguous output innermost: one reduction tile of the "
                       "operands stays in cache.",
@@ -126,18 +135,19 @@ def _depthwise_stage(sch: Schedule, plan: Plan, stages: dict, parts: dict, bo, s
     sch.reorder(*own[n_sp:], own[n_sp - 1])        # taps outside, contiguous w innermost
     _vectorize_inner(sch, own[n_sp - 1], plan.vector)
     if pad is not None:
-        _pad_at(sch, pad, at, plan)
-        steps("compute X_pad per tile next to D: the tile's padded window stays in L1; a partition hint splits "
-              "its zero border from the plain copy.")
+        _pad_at(sch, pad, at)
+        steps("compute X_pad per tile next to D: the tile's padded window stays in L1; zeros first, then a plain "
+              "copy of the interior (decompose_padding).")
 
 
-def _pad_at(sch: Schedule, pad, at, plan: Plan) -> None:
-    """Padding per tile; hinting its own loops lets lowering split the border (zeros) from the interior (copy)."""
+def _pad_at(sch: Schedule, pad, at) -> None:
+    """Padding per tile, decomposed into a fill of zeros and a copy of the in-bounds part: the copy's inner
+    loop has no bounds test left, so LLVM vectorizes it."""
     sch.compute_at(pad, at)
     loops = sch.get_loops(pad)
     top = next(i for i, lp in enumerate(loops) if sch.get_sref(lp).same_as(sch.get_sref(at)))
-    _vectorize_inner(sch, loops[-1], plan.vector)
-    _hint(sch, sch.get_loops(pad)[top + 1:])
+    if top + 1 < len(loops) and sch.can_decompose_padding(pad, loops[top + 1]):
+        sch.decompose_padding(pad, loops[top + 1])
 
 
 def _materialize(sch: Schedule, b, plan: Plan, steps: Steps, name: str) -> None:
@@ -149,17 +159,53 @@ def _materialize(sch: Schedule, b, plan: Plan, steps: Steps, name: str) -> None:
 
 
 def _register_patch(sch: Schedule, parts: dict, plan: Plan, steps: Steps) -> None:
-    """Vectorize the patch's contiguous axis; unroll the rest so every accumulator gets its own register."""
-    po = parts["po"]
-    vec = _vectorize_inner(sch, po[-1], plan.vector)
-    if vec is None:
+    """Vectorize the lanes of the contiguous axis; unroll the patch so each accumulator gets its own register."""
+    if not parts["lanes"]:
         return
+    sch.vectorize(parts["lanes"][0])
     steps(f"vectorize the innermost patch axis: {plan.vector} floats per SIMD instruction.")
     regs = prod(plan.patches) // plan.vector
     if 1 < regs <= MAX_VECTOR_REGS:
-        # a pragma, not sch.unroll: a remainder split off by LoopPartition may have a non-constant extent
-        sch.annotate(po[0] if len(po) > 1 else vec[0], "pragma_auto_unroll_max_step", regs)
+        # a pragma rather than sch.unroll: it leaves alone a loop a remainder made non-constant
+        sch.annotate(parts["po"][0], "pragma_auto_unroll_max_step", regs)
         steps(f"unroll the patch: {regs} vector accumulators, each in its own register.")
+
+
+def _simd(plan: Plan) -> bool:
+    return plan.vector > 1 and plan.order != "plain" and plan.patches[-1] % plan.vector == 0
+
+
+def _peel(sch: Schedule, blk, plan: Plan, stages: dict, steps: Steps):
+    """(main block, peeled block or None): the contiguous axis split into full vectors and the rest. The axis
+    is moved outermost first so that each part gets a loop nest of its own. Not with D per tile or inline:
+    D cannot follow its consumer into two loop nests."""
+    n = len(plan.tiles)
+    loops = sch.get_loops(blk)
+    ext = int(sch.get(loops[n - 1]).extent)
+    r = ext % plan.vector if _simd(plan) else 0
+    if not r or stages.get("D") in ("compute_at", "inline"):
+        return blk, None
+    sch.reorder(loops[n - 1], *loops[:n - 1])
+    main, rest = sch.loop_partition(loops[n - 1], [ext - r, None])
+    main, rest = sch.get_child_blocks(main)[0], sch.get_child_blocks(rest)[0]
+    ml = sch.get_loops(main)
+    if n > 1:
+        sch.reorder(*ml[1:n], ml[0])            # back to the operator's axis order for tiling
+    steps(f"peel the last {r} of {ext} along the contiguous axis into their own loop nest (loop_partition): "
+          "every vector of the main nest is full, so no lane needs a bounds test.")
+    return main, rest
+
+
+def _schedule_tail(sch: Schedule, tail, plan: Plan) -> None:
+    """The peeled outputs: the reduction outside, the few contiguous outputs innermost as one short vector."""
+    n = len(plan.tiles)
+    loops = sch.get_loops(tail)             # contiguous axis, the other spatial axes, the reductions
+    sch.reorder(*loops[1:n], *loops[n:], loops[0])
+    if plan.parallel and n > 1:
+        sch.parallel(sch.fuse(*loops[1:n]) if n > 2 else loops[1])
+    sch.vectorize(loops[0])
+    if n < len(loops):
+        sch.decompose_reduction(tail, loops[n])
 
 
 def _vectorize_inner(sch: Schedule, loop, vector: int) -> list | None:
@@ -171,30 +217,3 @@ def _vectorize_inner(sch: Schedule, loop, vector: int) -> list | None:
     loops = sch.split(loop, [None, vector]) if ext > vector else [loop]
     sch.vectorize(loops[-1])
     return list(loops)
-
-
-def _has_remainder(sch: Schedule, blk, plan: Plan) -> bool:
-    ext = [int(iv.dom.extent) for iv in sch.get(blk).iter_vars]
-    return any(n % t for n, t in zip(ext, plan.tiles + plan.splits))
-
-
-def _partition_hints(sch: Schedule, bo) -> None:
-    """Mark every loop from the block tiles inward for LoopPartition (full tiles vs. the remainder)."""
-    top = sch.get_sref(bo)
-    seen, todo = [], [bo]
-    for b in sch.get_child_blocks(bo):
-        loops = sch.get_loops(b)
-        at = next(i for i, lp in enumerate(loops) if sch.get_sref(lp).same_as(top))
-        todo += loops[at + 1:]
-    for loop in todo:
-        sref = sch.get_sref(loop)
-        if not any(sref.same_as(s) for s in seen):
-            seen.append(sref)
-            _hint(sch, [loop])
-
-
-def _hint(sch: Schedule, loops: list) -> None:
-    """Vectorized loops are left alone: a partition of one could get a non-constant extent."""
-    for lp in loops:
-        if sch.get(lp).kind != ForKind.VECTORIZED:
-            sch.annotate(lp, "pragma_loop_partition_hint", 1)
