@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tvm
 
 from bench.shapes import course_shapes
-from kernels import build
+from kernels import build, lowering
+from kernels.ops import OPS
+from kernels.schedules import create
 from kernels.knobs import PRESET_NAMES, random_valid, resolve
 
 TOLERANCE = 1e-4
@@ -88,3 +91,29 @@ def test_random_knobs_match_reference(op):
 def test_many_random_knobs_match_reference(op):
     for k in _random_knobs(op, 60, seed=2):
         _check(op, ODD[op], k)
+
+
+def _in_bounds(op: str, s: dict, knobs) -> None:
+    """Compiled with TVM's bound checkers: an access outside any buffer raises instead of corrupting memory."""
+    sch, _ = create(op, s, knobs, "cpu")
+    with tvm.transform.PassContext(opt_level=3, config={"tirx.instrument_bound_checkers": True}):
+        mod = tvm.compile(sch.mod, target=lowering.tvm_target("cpu")).jit()
+    o, dev = OPS[op], tvm.cpu(0)
+    xs = o.random_inputs(s, np.random.default_rng(0))
+    out = tvm.runtime.tensor(np.full(o.output_shape(s), np.nan, "float32"), dev)
+    mod["main"](*[tvm.runtime.tensor(x, dev) for x in xs], out)
+    rel = np.linalg.norm(out.numpy() - o.reference(*xs)) / max(np.linalg.norm(o.reference(*xs)), 1e-30)
+    assert rel < TOLERANCE, f"{op} {_label(s)} with {knobs}: relative error {rel:.3g}"
+
+
+@pytest.mark.parametrize("op", list(ODD))
+def test_random_knobs_stay_in_bounds(op):
+    for k in _random_knobs(op, 3, seed=3):
+        _in_bounds(op, ODD[op], k)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", list(ODD))
+def test_many_random_knobs_stay_in_bounds(op):
+    for k in _random_knobs(op, 40, seed=4):
+        _in_bounds(op, ODD[op], k)
