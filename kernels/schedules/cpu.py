@@ -191,8 +191,8 @@ def _peel(sch: Schedule, blk, plan: Plan, stages: dict, steps: Steps):
     ml = sch.get_loops(main)
     if n > 1:
         sch.reorder(*ml[1:n], ml[0])            # back to the operator's axis order for tiling
-    steps(f"peel the last {r} of {ext} along the contiguous axis into their own loop nest (loop_partition): "
-          "every vector of the main nest is full, so no lane needs a bounds test.")
+    steps(f"peel the last {r} of {ext} contiguous outputs into their own loop nest (loop_partition): the main "
+          "nest's vectors are all full, so no lane needs a bounds test.")
     return main, rest
 
 
