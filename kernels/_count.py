@@ -27,13 +27,16 @@ WARP = 32
 SECTOR = 8                # float32 elements per 32-byte sector
 UNROLL_LIMIT = 512        # nvcc fully unrolls a constant loop whose unrolled body has up to about this many stores
 _DEBUG = False
-ENUM_LIMIT = 40_000_000   # points one enumeration may visit before it is done in chunks
+ENUM_LIMIT = 40_000_000
+ENUM_FAST = 2_000_000     # above this many points, count one loop in closed form instead of visiting it   # points one enumeration may visit before it is done in chunks
 
 EFFECTS = {
     "accumulator": "nvcc keeps a global accumulator (X[i] = X[i] + ... in a loop that does not move i) in a "
                    "register: the zero it was initialised with is forwarded (no load) and, for a kernel "
                    "argument with no branch in the loop, one store after the loop; otherwise every iteration "
                    "stores, and a loop too long to unroll reloads it every 4 iterations",
+    "sectors": "global load sectors are not predicted at this size: a predicated load whose active lanes and "
+               "addresses both move along a long loop would have to be visited lane by lane (null)",
     "predicated": "a zero-padding guard (if_then_else) becomes a predicated load: the warp issues it even when no "
                   "lane is in bounds, and only in-bounds lanes fetch sectors",
     "cse": "nvcc fully unrolls small constant inner loops and loads each distinct address once per unrolled "
@@ -83,6 +86,7 @@ class _Collector:
         self.if_tail: dict = {}             # if id -> nothing follows it in its kernel
         self.tail = True
         self.store_scope = "global"
+        self.thread_vars: list = []
 
     def stmt(self, s, loops, conds):
         t = type(s).__name__
@@ -94,6 +98,7 @@ class _Collector:
                 self.threads = 1
             else:
                 self.threads *= ext
+                self.thread_vars.append(var)
             self.stmt(s.body, loops + [(var, ext, True, 0)], conds)
             return
         if t == "For":
@@ -101,7 +106,8 @@ class _Collector:
             if ext is None:
                 raise NotImplementedError("a loop with a non-constant extent in the lowered TensorIR")
             self.sole.append(type(s.body).__name__ != "SeqStmt")
-            self.stmt(s.body, loops + [(s.loop_var, ext, False, ext * _stores(s.body))], conds)
+            cost = ext * _stores(s.body) if ext <= 4 or not _branches(s.body, self.thread_vars) else 1 << 20
+            self.stmt(s.body, loops + [(s.loop_var, ext, False, cost)], conds)
             self.sole.pop()
         elif t == "IfThenElse":
             d, k = len(loops), id(s)
@@ -163,6 +169,30 @@ def _stores(s) -> int:
     return sum(_stores(c) for c in children(s))
 
 
+def _branches(s, thread_vars) -> bool:
+    """Whether s holds a branch nvcc keeps: a statement `if` on a run-time test, or a zero-padding select whose
+    test is the same for the whole warp (no threadIdx)."""
+    found = []
+
+    def expr(e):
+        def v(n):
+            if type(n).__name__ == "Call" and n.op.name.endswith("if_then_else"):
+                if not any(_uses(n.args[0], t) for t in thread_vars):
+                    found.append(n)
+        _visit(e, v)
+
+    def stmt(x):
+        t = type(x).__name__
+        if t == "IfThenElse":
+            found.append(x)
+        elif t == "BufferStore":
+            expr(x.value)
+        for c in children(x):
+            stmt(c)
+    stmt(s)
+    return bool(found)
+
+
 def _visit_children(e, f):
     t = type(e).__name__
     for a in ("a", "b", "value", "base", "stride", "condition", "true_value", "false_value", "body"):
@@ -198,12 +228,13 @@ class _Space:
         self.names = names
         self.printer = ExprPrinter(names, lambda ld, idx: "0")
         self.cache: dict = {}
+        self.compressed: dict = {}
 
-    def eval(self, e, env: dict):
-        key = (str(e), tuple(self.names(v, v.name) for v in free_vars(e)))   # same text, other variables
+    def eval(self, e, env: dict, subst: dict | None = None):
+        key = (str(e), tuple(self.names(v, v.name) for v in free_vars(e)), tuple(sorted((subst or {}).items())))
         code = self.cache.get(key)
         if code is None:
-            code = compile(self.printer.__class__(self.names, lambda ld, idx: "0", array=True)(e), "<expr>", "eval")
+            code = compile(ExprPrinter(self.names, lambda ld, idx: "0", True, subst)(e), "<expr>", "eval")
             self.cache[key] = code
         return eval(code, {"np": np, "_ramp": _ramp, "_bcast": lambda v, n: v,
                            "_int": lambda x: np.asarray(x).astype(np.int64), "_float": lambda x: x,
@@ -270,6 +301,7 @@ def _count_site(site: Site, space: _Space, drop: set[int], sectors: bool, conds:
     for i in range(len(loops)):
         comps.setdefault(find(i), []).append(i)
     elements = site.lanes
+    unknown = False
     inst = 1
     hist = np.zeros(SECTOR, dtype=object)
     hist[0] = 1
@@ -285,6 +317,9 @@ def _count_site(site: Site, space: _Space, drop: set[int], sectors: bool, conds:
             hist = hist * n
             continue
         res = _enumerate(loops, members, mconds, mterms, tx if has_tx else None, site, space, sectors)
+        if res is None:               # exact sectors too costly here: count without them
+            sectors, unknown = False, True
+            res = _enumerate(loops, members, mconds, mterms, tx if has_tx else None, site, space, False)
         elements *= res["points"]
         if has_tx:
             inst *= res["warp_points"]
@@ -295,7 +330,7 @@ def _count_site(site: Site, space: _Space, drop: set[int], sectors: bool, conds:
                 hist = _convolve(hist, res["hist"])
     if tx is None:                    # a CPU site, or a statement outside the thread loops
         inst = inst if site.threads <= 1 else inst
-    secs = 0
+    secs = None if unknown else 0
     if sectors:
         const = sum(c for c, e in terms if e is None)
         hist = np.roll(hist, const % SECTOR)
@@ -324,9 +359,320 @@ def _convolve(h1, h2):
     return out
 
 
+_CMP = {"LT": ("le", -1), "LE": ("le", 0), "GT": ("ge", 1), "GE": ("ge", 0)}
+
+
+def _linear(cond, f):
+    """cond as (kind 'le'|'ge', bound, coefficient of f, other terms) meaning coef*f + others <=/>= bound;
+    None when cond is not a comparison that is linear in f."""
+    t = type(cond).__name__
+    if t not in _CMP:
+        return None
+    kind, bound = _CMP[t]
+    cf, rest = 0, []
+    for c, e in _terms(cond.a) + [(-c, e) for c, e in _terms(cond.b)]:
+        if e is not None and type(e).__name__ == "Var" and e.same_as(f):
+            cf += c
+        elif e is not None and _uses(e, f):
+            return None
+        else:
+            rest.append((c, e))
+    return kind, bound, cf, rest
+
+
+def _value(terms, space, env, shape):
+    out = np.zeros(shape, dtype=np.int64)
+    for c, e in terms:
+        out = out + (c if e is None else c * np.broadcast_to(np.asarray(space.eval(e, env), dtype=np.int64), shape))
+    return out
+
+
+def _enumerate_free(loops, members, mconds, mterms, tx, site, space, sectors, f):
+    """As _enumerate, without visiting the loop f: every conjunct is linear in f, so each point of the other
+    loops admits one interval of f, counted in closed form. Warp instructions take the union of the lanes'
+    intervals; the sector histogram counts the f of each residue class. Returns None where that does not
+    apply (a non-linear test, or a warp whose lanes' addresses and activity both move with f)."""
+    fv = loops[f][0]
+    lin = [_linear(c, fv) for c in mconds]
+    if any(x is None for x in lin):
+        return None
+    is_f = [e is not None and type(e).__name__ == "Var" and e.same_as(fv) for _, e in mterms]
+    if any(e is not None and _uses(e, fv) and not x for (_, e), x in zip(mterms, is_f)):
+        return None
+    af = sum(c for (c, _), x in zip(mterms, is_f) if x)
+    rest_terms = [t for t, x in zip(mterms, is_f) if not x]
+    single = tx is None or site.threads == 1
+    if sectors and not single:
+        return None
+    order = [i for i in members if i not in (tx, f)] + ([tx] if tx is not None else [])
+    exts = [loops[i][1] for i in order]
+    if tx is not None:
+        exts = exts[:-1] + [-(-loops[tx][1] // WARP) * WARP]
+    if math.prod(exts) > ENUM_LIMIT:
+        return None
+    grids = np.indices(exts, dtype=np.int64)
+    env = {space.names(loops[i][0], loops[i][0].name): grids[k] for k, i in enumerate(order)}
+    lo = np.zeros(exts, dtype=np.int64)
+    hi = np.full(exts, loops[f][1] - 1, dtype=np.int64)
+    mask = np.ones(exts, dtype=bool)
+    if tx is not None:
+        mask &= env[space.names(loops[tx][0], loops[tx][0].name)] < loops[tx][1]
+    for kind, bound, cf, rest in lin:
+        r = _value(rest, space, env, exts)
+        lim = bound - r                                  # cf * f  <= lim  (le)   or  >= lim  (ge)
+        if cf == 0:
+            mask &= (0 <= lim) if kind == "le" else (0 >= lim)
+        elif (kind == "le") == (cf > 0):
+            hi = np.minimum(hi, lim // cf)               # an upper limit on f
+        else:
+            lo = np.maximum(lo, -((-lim) // cf))         # a lower limit on f
+    cnt = np.where(mask, np.maximum(hi - lo + 1, 0), 0)
+    out = {"points": int(cnt.sum()), "warp_points": 0, "hist": np.zeros(SECTOR, dtype=object),
+           "sectors": np.zeros(SECTOR, dtype=object)}
+    if tx is not None:
+        big = np.iinfo(np.int64).max // 4
+        L = np.where(cnt > 0, lo, big).reshape(-1, WARP)
+        H = np.where(cnt > 0, hi, big - 1).reshape(-1, WARP)
+        idx = np.argsort(L, axis=1)
+        L, H = np.take_along_axis(L, idx, 1), np.take_along_axis(H, idx, 1)
+        prev = np.concatenate([np.full((L.shape[0], 1), -1, dtype=np.int64),
+                               np.maximum.accumulate(H, axis=1)[:, :-1]], axis=1)
+        out["warp_points"] = int(np.maximum(H - np.maximum(L, prev + 1) + 1, 0).sum())
+    if sectors:
+        base = _value(rest_terms, space, env, exts)
+        period = SECTOR // math.gcd(af, SECTOR) if af else 1
+        for t in range(period):                          # the f with f = t (mod period) share a residue
+            n_t = np.where(cnt > 0, (hi - t) // period - (lo - 1 - t) // period, 0)
+            w = np.bincount(((base + af * t) % SECTOR).ravel(), weights=n_t.ravel().astype(float),
+                            minlength=SECTOR)
+            out["hist"] += np.array([int(round(x)) for x in w], dtype=object)
+        if tx is not None:                               # one lane per warp: a load spans its own sectors
+            h = out["hist"]
+            out["sectors"] = np.array([sum(int(h[r]) * _sectors_single((r + q) % SECTOR, site.lanes)
+                                           for r in range(SECTOR)) for q in range(SECTOR)], dtype=object)
+    return out
+
+
+def _single_var_parts(e, v, out: list) -> bool:
+    """Collect the largest sub-expressions of e that involve v and nothing else; False when v meets another
+    variable inside a non-linear operation (then v cannot be summarised on its own)."""
+    vs = free_vars(e)
+    if not any(u.same_as(v) for u in vs):
+        return True
+    if len(vs) == 1:
+        out.append(e)
+        return True
+    t = type(e).__name__
+    if t in ("Add", "Sub", "LT", "LE", "GT", "GE", "EQ", "NE", "And", "Or"):
+        return _single_var_parts(e.a, v, out) and _single_var_parts(e.b, v, out)
+    if t == "Mul" and (type(e.a).__name__ == "IntImm" or type(e.b).__name__ == "IntImm"):
+        return _single_var_parts(e.a, v, out) and _single_var_parts(e.b, v, out)
+    if t == "Not":
+        return _single_var_parts(e.a, v, out)
+    return False
+
+
+def _compress(loops, i, mconds, mterms, space):
+    """A long loop that the tests and addresses see only through a few values (a fused block index seen as
+    its row and column, b // 128 % 128 and b % 128): the distinct value tuples and how many iterations give
+    each, found in one vectorised pass over the loop. None when that does not shrink the loop."""
+    v, ext = loops[i][0], loops[i][1]
+    parts: list = []
+    for c in mconds:
+        if not _single_var_parts(c, v, parts):
+            return None
+    res_terms = []
+    for c, e in mterms:
+        if e is not None and _uses(e, v):
+            if len(free_vars(e)) != 1:
+                return None
+            res_terms.append((c, e))
+    if not parts:
+        return None               # only addresses see it: plain enumeration handles a lone loop fast
+    uniq = {str(p): p for p in parts}
+    name = space.names(v, v.name)
+    memo = (name, ext, tuple(uniq), tuple((c, str(e)) for c, e in res_terms))
+    if memo in space.compressed:          # sites of one kernel often see a block index the same way
+        return space.compressed[memo]
+    space.compressed[memo] = result = _compress_pass(v, ext, i, uniq, res_terms, space, name)
+    return result
+
+
+def _compress_pass(v, ext, i, uniq, res_terms, space, name):
+
+    def columns(start):
+        env = {name: np.arange(start, min(ext, start + (1 << 22)), dtype=np.int64)}
+        n = env[name].shape
+        vals = [np.broadcast_to(np.asarray(space.eval(p, env), dtype=np.int64), n) for p in uniq.values()]
+        r = sum((c * np.broadcast_to(np.asarray(space.eval(e, env), dtype=np.int64), n) for c, e in res_terms),
+                np.zeros(n, dtype=np.int64)) % SECTOR
+        return vals + [r]
+    lo = hi = None
+    for start in range(0, ext, 1 << 22):       # pass 1: the range of each column
+        cs = columns(start)
+        mn, mx = [c.min() for c in cs], [c.max() for c in cs]
+        lo = mn if lo is None else [min(a, b) for a, b in zip(lo, mn)]
+        hi = mx if hi is None else [max(a, b) for a, b in zip(hi, mx)]
+    radix = [int(b - a + 1) for a, b in zip(lo, hi)]
+    if math.prod(radix) > 1 << 26:
+        return None
+    counts = np.zeros(math.prod(radix), dtype=np.int64)
+    for start in range(0, ext, 1 << 22):       # pass 2: how many iterations give each value tuple
+        key = np.zeros(1, dtype=np.int64)
+        for c, a, r in zip(columns(start), lo, radix):
+            key = key * r + (c - a)
+        counts += np.bincount(key, minlength=len(counts))
+    nz = np.nonzero(counts)[0]
+    if len(nz) * 4 > ext:
+        return None
+    keys, rem = [], nz.copy()
+    for a, r in zip(reversed(lo), reversed(radix)):
+        keys.append(rem % r + a)
+        rem //= r
+    keys = np.stack(list(reversed(keys)), axis=1)
+    counts = counts[nz]
+    subst = {t: f"_part{k}" for k, t in enumerate(uniq)}
+    return {"i": i, "keys": keys, "counts": counts, "subst": subst}
+
+
+def _enumerate_compressed(loops, members, mconds, mterms, tx, site, space, sectors, comp):
+    """_enumerate with loop comp['i'] replaced by its distinct value tuples, each weighted by its count."""
+    ci = comp["i"]
+    order = [i for i in members if i not in (tx, ci)] + ([tx] if tx is not None else [])
+    exts = [len(comp["keys"])] + [loops[i][1] for i in order]
+    if tx is not None:
+        warps = -(-loops[tx][1] // WARP)
+        exts = exts[:-1] + [warps * WARP]
+    if math.prod(exts) > ENUM_LIMIT:
+        return None
+    grids = np.indices(exts, dtype=np.int64)
+    env = {space.names(loops[i][0], loops[i][0].name): grids[k + 1] for k, i in enumerate(order)}
+    for k, name in enumerate(comp["subst"].values()):
+        env[name] = comp["keys"][:, k][grids[0]]
+    weight = comp["counts"][grids[0]]
+    mask = np.ones(exts, dtype=bool)
+    if tx is not None:
+        mask &= env[space.names(loops[tx][0], loops[tx][0].name)] < loops[tx][1]
+    for c in mconds:
+        mask &= np.broadcast_to(np.asarray(space.eval(c, env, comp["subst"]), dtype=bool), exts)
+    out = {"points": int((mask * weight).sum()), "warp_points": 0, "hist": np.zeros(SECTOR, dtype=object),
+           "sectors": np.zeros(SECTOR, dtype=object)}
+    addr = None
+    if sectors:
+        addr = comp["keys"][:, -1][grids[0]].copy()
+        for c, e in mterms:
+            if e is not None and _uses(e, loops[ci][0]):
+                continue
+            addr = addr + (c if e is None else c * np.broadcast_to(
+                np.asarray(space.eval(e, env), dtype=np.int64), exts))
+    if tx is None:
+        if sectors:
+            out["hist"] += np.bincount((addr % SECTOR).ravel(), weights=(mask * weight).ravel().astype(float),
+                                       minlength=SECTOR).round().astype(np.int64).astype(object)
+        return out
+    m = mask.reshape(-1, warps, WARP)
+    wrow = weight.reshape(-1, warps, WARP)[..., 0]
+    out["warp_points"] = int((m.any(axis=-1) * wrow).sum())
+    if sectors:
+        a = addr.reshape(-1, warps, WARP)[..., None] + site_stride(site) * np.arange(site.lanes)
+        a = a.reshape(-1, WARP * site.lanes)
+        mm = np.repeat(m.reshape(-1, WARP), site.lanes, axis=1)
+        wr = wrow.reshape(-1)
+        keep = mm.any(axis=1)
+        a, mm, wr = a[keep], mm[keep], wr[keep]
+        top = np.iinfo(np.int64).max
+        for r in range(SECTOR):
+            s_ = np.where(mm, (a + r) // SECTOR, top)
+            s_.sort(axis=1)
+            distinct = ((np.diff(s_, axis=1) != 0) & (s_[:, 1:] != top)).sum(axis=1) + (s_[:, 0] != top)
+            out["sectors"][r] += int((distinct * wr).sum())
+    return out
+
+
+def _lone_loop(loop, mterms, space, sectors):
+    """A long loop seen only by addresses: its residue histogram is one period's, times the periods."""
+    v, ext = loop[0], loop[1]
+    if not sectors:
+        return {"points": ext, "warp_points": 0, "hist": np.zeros(SECTOR, dtype=object),
+                "sectors": np.zeros(SECTOR, dtype=object)}
+    p = 1
+    for c, e in mterms:
+        q = _period(e, v) if e is not None else 1
+        if q is None:
+            return None
+        p = math.lcm(p, q)
+    if p > ENUM_FAST:
+        return None
+    name = space.names(v, v.name)
+
+    def hist(n0, n1):
+        env = {name: np.arange(n0, n1, dtype=np.int64)}
+        a = _value(mterms, space, env, env[name].shape)
+        return np.bincount(a % SECTOR, minlength=SECTOR)
+    full, rem = divmod(ext, p)
+    h = hist(0, p).astype(object) * full + (hist(full * p, ext).astype(object) if rem else 0)
+    return {"points": ext, "warp_points": 0, "hist": np.array(h, dtype=object),
+            "sectors": np.zeros(SECTOR, dtype=object)}
+
+
+def _period(e, v) -> int | None:
+    """A period of e(v) mod 8 in v, for e built from v by *, //, % with constants; None otherwise."""
+    t = type(e).__name__
+    if t == "Var" and e.same_as(v):
+        return SECTOR
+    if t == "IntImm":
+        return 1
+    if t in ("Add", "Sub"):
+        a, b = _period(e.a, v), _period(e.b, v)
+        return None if a is None or b is None else math.lcm(a, b)
+    if t == "Mul" and type(e.b).__name__ == "IntImm":
+        p = _period(e.a, v)
+        return None if p is None else max(1, p // math.gcd(int(e.b.value), p)) if p == SECTOR else p
+    if t in ("FloorDiv", "FloorMod") and type(e.b).__name__ == "IntImm":
+        inner = _full_period(e.a, v)
+        if inner is None:
+            return None
+        d = int(e.b.value)
+        return inner * d * SECTOR if t == "FloorDiv" else math.lcm(inner, d)
+    return None
+
+
+def _full_period(e, v) -> int | None:
+    """A period of e(v) itself (not mod 8): only v plus constants qualifies (its period is 'none': 1)."""
+    t = type(e).__name__
+    if t == "Var" and e.same_as(v):
+        return 1
+    if t in ("Add", "Sub") and type(e.b).__name__ == "IntImm":
+        return _full_period(e.a, v)
+    if t == "FloorDiv" and type(e.b).__name__ == "IntImm":
+        return _full_period(e.a, v)
+    return None
+
+
 def _enumerate(loops, members, mconds, mterms, tx, site, space, sectors):
     """Points of one component satisfying its conjuncts; with the thread loop, also warp instructions and
     per-residue sector counts."""
+    if len(members) == 1 and tx is None and not mconds and loops[members[0]][1] > ENUM_FAST:
+        res = _lone_loop(loops[members[0]], mterms, space, sectors)
+        if res is not None:
+            return res
+    big = [i for i in members if i != tx and loops[i][1] >= 64]
+    total = math.prod(loops[i][1] for i in members)
+    if total > ENUM_FAST and big:
+        for f in sorted(big, key=lambda i: -loops[i][1]):
+            res = _enumerate_free(loops, members, mconds, mterms, tx, site, space, sectors, f)
+            if res is not None:
+                return res
+    comp = None
+    if total > ENUM_FAST:
+        for i in sorted(big, key=lambda i: -loops[i][1]):
+            comp = _compress(loops, i, mconds, mterms, space)
+            if comp is not None:
+                break
+    if comp is not None:
+        return _enumerate_compressed(loops, members, mconds, mterms, tx, site, space, sectors, comp)
+    if sectors and tx is not None and total > ENUM_LIMIT and site.threads > 1:
+        return None               # exact sectors would visit every lane: left out at this size
     order = [i for i in members if i != tx] + ([tx] if tx is not None else [])
     exts = [loops[i][1] for i in order]
     if tx is not None:
@@ -424,7 +770,8 @@ def _hoisted(site: Site) -> set[int]:
 
 
 def _unrolled(site: Site) -> set[int]:
-    """Innermost serial loops nvcc unrolls fully: each one's body, unrolled, stays under UNROLL_LIMIT stores."""
+    """Innermost serial loops nvcc unrolls fully: each one's body, unrolled, stays under UNROLL_LIMIT stores
+    (a loop of more than 4 iterations whose body branches is kept rolled: see _Collector)."""
     out = set()
     for i in range(len(site.loops) - 1, -1, -1):
         _, _, th, cost = site.loops[i]
@@ -622,7 +969,7 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
             if effect == "reload4":
                 inner = max(hoist)
                 inst_n *= -(-site.loops[inner][1] // 4)
-                sec_n *= -(-site.loops[inner][1] // 4)
+                sec_n = None if sec_n is None else sec_n * -(-site.loops[inner][1] // 4)
             used.add("accumulator")
         else:
             body = None
@@ -635,7 +982,7 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
                 _, inst_n, _ = _count_site(site, space, region, False, issue)
                 _, _, sec_n = _count_site(site, space, region, want_sectors)
                 inst_n *= body[1]
-                sec_n *= body[1]
+                sec_n = None if sec_n is None else sec_n * body[1]
             else:
                 _, inst_n, _ = _count_site(site, space, set(), False, issue)
                 _, _, sec_n = _count_site(site, space, set(), want_sectors) if want_sectors else (0, 0, 0)
@@ -646,9 +993,11 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
                   f"region={sorted(region)} issue={[str(c) for c in issue]}")
         ncu_inst[f"{'global' if gl else 'shared'}_{'ld' if site.kind == 'read' else 'st'}"] += inst_n
         if want_sectors:
-            sectors += sec_n
+            sectors = None if sectors is None or sec_n is None else sectors + sec_n
     o = OPS[op]
     ncu = {}
+    if cuda and sectors is None:
+        used.add("sectors")
     if cuda:
         ncu = {"smsp__inst_executed_op_global_ld.sum": ncu_inst["global_ld"],
                "smsp__inst_executed_op_global_st.sum": ncu_inst["global_st"],

@@ -29,13 +29,18 @@ class Names:
 
 
 class ExprPrinter:
-    def __init__(self, names: Names, load, array: bool = False):
+    def __init__(self, names: Names, load, array: bool = False, subst: dict | None = None):
         self.names = names
         self.load = load            # callback(BufferLoad, printed index) -> source text
         self.array = array
+        self.subst = subst or {}    # sub-expression text -> a name to print instead (see _count._compress)
 
     def __call__(self, e) -> str:
         t = type(e).__name__
+        if self.subst and t not in ("IntImm", "FloatImm"):
+            hit = self.subst.get(str(e))
+            if hit is not None:
+                return hit
         if t == "IntImm":
             return str(int(e.value)) if str(e.ty) != "bool" else str(bool(e.value))
         if t == "FloatImm":
