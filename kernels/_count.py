@@ -122,7 +122,7 @@ class _Collector:
             self.expr(s.indices[0], loops, conds)
             acc = _reads_same(s.value, s.buffer, s.indices[0])
             self.sites.append(Site(s.buffer, s.buffer.name, scope_of(s.buffer), "write", s.indices[0],
-                                   _lanes(s.indices[0]), loops, conds, self.threads, accumulate=acc))
+                                   _lanes(s.indices[0], s.buffer), loops, conds, self.threads, accumulate=acc))
         elif t == "LetStmt":
             self.expr(s.value, loops, conds)
             self.stmt(s.body, loops, conds)
@@ -144,7 +144,7 @@ class _Collector:
         if t in ("TensorLoad", "BufferLoad"):
             self.expr(e.indices[0], loops, conds)
             self.sites.append(Site(e.source, e.source.name, scope_of(e.source), "read", e.indices[0],
-                                   _lanes(e.indices[0]), loops, conds, self.threads, into=self.store_scope))
+                                   _lanes(e.indices[0], e.source), loops, conds, self.threads, into=self.store_scope))
             return
         if t == "Call" and e.op.name.endswith("if_then_else") or t == "Select":
             c, a, b = (e.args if t == "Call" else (e.condition, e.true_value, e.false_value))
@@ -205,8 +205,14 @@ def _visit_children(e, f):
             f(a)
 
 
-def _lanes(idx) -> int:
-    return int(idx.lanes) if type(idx).__name__ in ("Ramp", "Broadcast") else 1
+def _lanes(idx, buf=None) -> int:
+    """Scalars one access touches: a Ramp/Broadcast index's lanes, times the lanes of a vector-typed buffer
+    (StorageRewrite turns a local float array into float32x4 elements)."""
+    n = int(idx.lanes) if type(idx).__name__ in ("Ramp", "Broadcast") else 1
+    dt = str(getattr(buf, "dtype", "")) if buf is not None else ""
+    if "x" in dt:
+        n *= int(dt.rsplit("x", 1)[1])
+    return n
 
 
 def _reads_same(value, buf, idx) -> bool:

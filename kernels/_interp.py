@@ -40,7 +40,7 @@ class Program:
             self.kernels.append(("kernel_0", 1, 1))
         bind = [f"    {self.arr(b)} = _G[{b.id}]" for b in self.bufs if b.scope == "global"]
         for name, lines in self._bodies:          # every kernel sees every global buffer
-            self.src += [f"def {name}(_bx, _tx, _S):", "    if False: yield"] + bind + lines
+            self.src += [f"def {name}(_bx, _tx, _S):", "    if False: yield", "    _L = {}"] + bind + lines
 
     # -------------------------------------------------------------- buffers
     def buf(self, b) -> _Buf:
@@ -75,7 +75,7 @@ class Program:
         if t == "DeclBuffer":
             self.buf(s.buffer)
             return
-        if t in ("SeqStmt",):
+        if t == "SeqStmt" or (t == "AttrStmt" and not te):   # a pragma around a kernel launch
             for c in children(s):
                 self._walk_host(c)
             return
@@ -128,8 +128,8 @@ class Program:
                 out.append(f"{pad}{self.arr(info)} = _shared(_S, {info.id}, {info.size})")
             elif info.scope == "global":
                 pass                            # allocated once for the whole run, bound at the kernel's start
-            else:
-                out.append(f"{pad}{self.arr(info)} = np.full({info.size}, np.nan)")
+            else:   # one slot per thread, reused when the allocation sits in a loop (as a C stack array is)
+                out.append(f"{pad}{self.arr(info)} = _shared(_L, {info.id}, {info.size})")
             if getattr(s, "body", None) is not None:
                 self._stmt(s.body, ind, out)
         elif t == "For":

@@ -39,8 +39,10 @@ def tensor_shapes(op: str, shape: Shape) -> dict[str, tuple[int, ...]]:
 @functools.lru_cache(maxsize=512)
 def _lowered(op: str, shape_items: tuple, knobs, target: str, compact: bool):
     sch, _ = create(op, dict(shape_items), knobs, target)
-    passes = lowering.passes(lowering.disabled(target, knobs, dict(shape_items)))
-    if not compact:   # keep every buffer in its tensor's full index space, so a flat index names the element
+    passes = lowering.passes(lowering.disabled(target, knobs, dict(shape_items)) +
+                             (() if compact else ("tirx.UnrollLoop",)))
+    if not compact:   # every buffer in its tensor's full index space (a flat index names the element), loops
+        # left rolled as the counts see them
         drop = ("CompactBufferAllocation", "StorageRewrite")
         passes = [p for p in passes if not any(d in str(p.info.name) for d in drop)]
     with lowering.tvm_target(target):
