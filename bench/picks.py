@@ -39,9 +39,12 @@ def pick(table: dict) -> dict:
 
 def best_knobs(op: str, shape: dict, picks: dict):
     """The `best` knobs for a shape under the picks (falling back to the shipped preset)."""
-    from kernels.knobs import FEW_OUTPUTS, _outputs
-    if op + "/few" in picks and (op, "cuda") in BEST_FEW_OUTPUTS and _outputs(op, shape) < FEW_OUTPUTS:
+    from kernels.knobs import _outputs
+    if op + "/few" in picks and (op, "cuda") in BEST_FEW_OUTPUTS and \
+            _outputs(op, shape) < BEST_FEW_OUTPUTS[(op, "cuda")][0]:
         return fitted(op, "cuda", picks[op + "/few"]["knobs"], shape)
+    if (op, "cuda") in BEST_FEW_OUTPUTS and _outputs(op, shape) < BEST_FEW_OUTPUTS[(op, "cuda")][0]:
+        return preset(op, "cuda", "best", shape)
     if op in picks:
         return fitted(op, "cuda", picks[op]["knobs"], shape)
     return preset(op, "cuda", "best", shape)

@@ -45,7 +45,8 @@ def compare(path: Path = DATA) -> pd.DataFrame:
         for m, label in METRICS.items():
             meas, pred = int(r[m]), c.ncu.get(m)
             diff = None if pred is None else (pred - meas) / max(meas, 1)
-            rows.append({"op": r["op"], "shape": r["shape"], "preset": r["preset"], "knobs": r["knobs"],
+            rows.append({"op": r["op"], "shape": r["shape"], "preset": r["preset"],
+                         "overrides": r["overrides"] if isinstance(r["overrides"], str) else "", "knobs": r["knobs"],
                          "metric": label, "ncu_metric": m, "measured": meas, "predicted": pred,
                          "rel_diff": diff, "allowed": allowed(m, divides), "tiles_divide": divides,
                          "within": diff is not None and abs(diff) <= allowed(m, divides),

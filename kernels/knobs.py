@@ -387,11 +387,14 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
     },
 }
 PRESET_NAMES = ("baseline", "naive", "seed", "best")
-# Few outputs and a long reduction leave the GPU idle unless threads share each output's reduction.
+# Below a size, another measured schedule wins (data/h200_bench.json): with few outputs and a long
+# reduction, threads share each output's reduction; a small depthwise image wants smaller blocks.
 FEW_OUTPUTS = 16384
-BEST_FEW_OUTPUTS: dict[tuple[str, str], dict] = {
-    ("conv1d", "cuda"): dict(tile=8, patch=1, k_threads=32, cache_a="global", cache_w="global", cache_c="global",
-                             unroll=512),
+BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int, dict]] = {
+    ("conv1d", "cuda"): (16384, dict(tile=8, patch=1, k_threads=32, cache_a="global", cache_w="global",
+                                     cache_c="global", unroll=512)),
+    ("dwconv2d", "cuda"): (1 << 20, dict(tile_h=16, tile_w=32, patch_h=2, patch_w=2, cache_x="local",
+                                         cache_w="local", cache_c="local")),
 }
 
 
@@ -456,8 +459,10 @@ def preset(op: str, target: str, name: str, s: Shape):
     if name not in PRESET_NAMES:
         raise KnobError([f"Unknown preset '{name}'; choose one of {', '.join(PRESET_NAMES)}."])
     table = PRESETS[(op, target)]
-    if name == "best" and (op, target) in BEST_FEW_OUTPUTS and _outputs(op, s) < FEW_OUTPUTS:
-        return fit(cls(**BEST_FEW_OUTPUTS[(op, target)]), s)
+    if name == "best" and (op, target) in BEST_FEW_OUTPUTS:
+        below, small = BEST_FEW_OUTPUTS[(op, target)]
+        if _outputs(op, s) < below:
+            return fit(cls(**small), s)
     return fit(cls(**table[name]), s)
 
 

@@ -124,8 +124,10 @@ def describe(r: Access, so_far: int) -> str:
     """The seed's caption for one step, e.g. 'thread 3 reads one element of A straight from global memory'."""
     if r.kind == "barrier":
         return f"block {r.block}: barrier, every thread waits until the shared tile is complete"
+    idx = ", ".join(map(str, r.index))
+    if r.kind == "write":
+        where = {"global": "to global memory", "shared": "into shared memory", "register": "into its registers"}
+        return f"thread {r.thread} of block {r.block} writes {r.tensor}[{idx}] {where[r.level]}"
     where = {"global": "straight from global memory", "shared": "from shared memory",
              "register": "from its registers"}[r.level]
-    verb = "reads" if r.kind == "read" else "writes"
-    idx = ", ".join(map(str, r.index))
-    return f"thread {r.thread} of block {r.block} {verb} {r.tensor}[{idx}] {where}; {r.level} reads so far: {so_far}"
+    return f"thread {r.thread} of block {r.block} reads {r.tensor}[{idx}] {where}; {r.level} reads so far: {so_far}"

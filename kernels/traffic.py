@@ -70,10 +70,10 @@ def _program(op: str, shape_items: tuple, knobs, target: str) -> _interp.Program
 
 
 def tiny(op: str, knobs, target: str) -> tuple[Shape, object]:
-    """The drawable tile: the operator's 'tile' size, knobs scaled down in proportion and then fitted.
-
-    Tiles and patches keep their ratio to the axis they tile (a 64-tile on a 1024 axis becomes a quarter
-    of the tiny axis, at least one patch); cache scopes, order and vector width carry over."""
+    """The drawable tile: the operator's 'tile' size with the knobs scaled down so the mechanism stays
+    visible. A patch keeps its size where the tiny axis allows (at most a quarter of it); a block keeps up to
+    4 threads along each axis, so threads still share what a block stages; a reduction split keeps its share
+    of the reduction (at least 2). Cache scopes, order and vector width carry over (vector at most 4)."""
     s = dict(OPS[op].sizes["tile"])
     big = OPS[op].sizes["speed test"]
     k = knobs
@@ -83,16 +83,17 @@ def tiny(op: str, knobs, target: str) -> tuple[Shape, object]:
         nb = ext_big[x][1]
         t, p = (f"tile_{x}", f"patch_{x}") if x else ("tile", "patch")
         if hasattr(k, t):
-            pv = max(1, min(getattr(k, p), max(1, n // 4)))
-            tv = max(pv, round(getattr(k, t) * n / nb) // pv * pv)
-            ch[t], ch[p] = min(tv, n // pv * pv), pv
+            tile_, patch_ = getattr(k, t), getattr(k, p)
+            pv = max(1, min(patch_, n // 4 or 1))
+            threads = min(max(1, tile_ // patch_), 4)
+            tv = max(pv * threads, round(tile_ * n / nb) // pv * pv)
+            ch[t], ch[p] = min(tv, max(pv, n // pv * pv)), pv
         sp = f"{x}_split"
         if hasattr(k, sp):
-            ch[sp] = max(1, min(n, round(getattr(k, sp) * n / nb)))
+            ch[sp] = max(1, min(n, max(2, round(getattr(k, sp) * n / nb))))
     small = fit(replace(k, **ch), s)
     if hasattr(small, "vector"):
-        small = replace(small, vector=min(small.vector, 4))
-        small = fit(small, s)
+        small = fit(replace(small, vector=min(small.vector, 4)), s)
     problems = validate(op, target, small, s)
     if problems:
         raise KnobError(problems)
