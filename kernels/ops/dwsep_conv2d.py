@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-from tvm import te
 
 from ._base import Operator, Shape
 from .dwconv2d import depthwise, odd_kernel, padded
@@ -10,6 +9,7 @@ from .dwconv2d import reference as depthwise_reference
 
 
 def define(s: Shape):
+    from tvm import te  # imported on use: the app's controls render before TVM loads
     X = te.placeholder((s["B"], s["C"], s["H"], s["W"]), name="X")
     Wd = te.placeholder((s["C"], 1, s["K"], s["K"]), name="W")
     Wp = te.placeholder((s["F"], s["C"], 1, 1), name="P")
