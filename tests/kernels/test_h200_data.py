@@ -1,0 +1,61 @@
+"""What only the GPU can show was measured on the H200 and committed as data; these CPU tests check that
+data: provenance, verification, and that it describes the schedules the code ships today."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernels import build
+from kernels.knobs import knobs_text, preset
+from kernels.ops import OPS
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def _bench():
+    return json.load(open(DATA / "h200_bench.json"))
+
+
+def test_benchmark_data_names_device_date_versions_and_command():
+    b = _bench()
+    assert b["device"] == "NVIDIA H200" and b["started"] and "tvm 0.27" in b["versions"] and b["command"]
+
+
+def test_every_best_run_verified_and_uses_the_shipped_best_preset():
+    for row in _bench()["rows"]:
+        run = row["runs"][row["best_run"]]
+        assert run["ok"] and run["rel_err"] < 1e-4
+        assert run["knobs"] == knobs_text(preset(row["op"], "cuda", "best", row["shape"])), row["shape"]
+
+
+def test_every_preset_run_on_the_h200_verified():
+    for row in _bench()["rows"]:
+        for name in ("baseline", "naive", "seed", "best"):
+            assert row["runs"][name]["ok"], (row["op"], row["shape"], name)
+
+
+def test_shared_vs_local_recorded_for_gemm_and_conv1d_at_both_sizes():
+    rows = [r for r in _bench()["rows"] if r["op"] in ("gemm", "conv1d")]
+    assert len(rows) == 4
+    for r in rows:
+        assert {"seed-local", "seed-shared"} <= set(r["runs"]), r["shape"]
+
+
+def test_correctness_sweep_on_the_h200_passed_everything_it_ran():
+    s = json.load(open(DATA / "h200_sweep.json"))
+    assert s["device"] == "NVIDIA H200" and s["date"] and s["command"]
+    assert s["passed"] == s["done"] and s["done"] > 0
+    for op in ("gemm", "conv1d"):                       # the course's GEMM and conv1d shapes, every preset
+        assert s["by_op"][op]["run"] == s["by_op"][op]["planned"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", list(OPS))
+def test_best_runs_and_verifies_on_this_gpu(op):
+    if build.target_available("cuda"):
+        pytest.skip("no CUDA GPU on this machine")
+    s = OPS[op].sizes["speed test"]
+    r = build.run(op, s, preset(op, "cuda", "best", s), "cuda", repeat=3)
+    assert r.ok and r.median_ms > 0
