@@ -19,6 +19,24 @@ from .ops import OPS, Shape
 from .schedules import create
 
 TOLERANCE = 1e-4
+
+
+def _physical_cores() -> int:
+    """Cores this process may use, not hardware threads (1 per core unless /proc/cpuinfo says otherwise)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        info = open("/proc/cpuinfo").read()
+        smt = int(re.search(r"^siblings\s*:\s*(\d+)", info, re.M).group(1)) // \
+            int(re.search(r"^cpu cores\s*:\s*(\d+)", info, re.M).group(1))
+    except (OSError, AttributeError, ZeroDivisionError):
+        smt = 1
+    return max(1, cpus // max(smt, 1))
+
+
+# TVM's thread pool assumes two hardware threads per x86 core and starts half as many workers as there
+# are logical CPUs: on a machine without SMT (this 2-core one) 'parallel' then ran on one core. Unless the
+# user chose, use one worker per physical core. Read when the pool starts, i.e. at the first kernel call.
+os.environ.setdefault("TVM_NUM_THREADS", str(_physical_cores()))
 # One lock per device: two visitors of the app never time over each other.
 DEVICE_LOCKS = {"cpu": threading.Lock(), "cuda": threading.Lock()}
 
