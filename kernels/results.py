@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sqlite3
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -23,11 +25,27 @@ def default_path() -> Path:
 def _connect(path: Path | None = None) -> sqlite3.Connection:
     path = Path(path or default_path())
     path.parent.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(path, timeout=60, isolation_level=None)
-    con.execute("PRAGMA journal_mode=WAL")          # readers never block the writers
-    con.execute("PRAGMA busy_timeout=60000")
+    con = sqlite3.connect(path, timeout=60, isolation_level=None)     # writers wait up to 60 s for the lock
+    _wal(con)
     con.execute(f"CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, {', '.join(COLUMNS)})")
     return con
+
+
+def _wal(con: sqlite3.Connection, seconds: float = 60.0) -> None:
+    """WAL mode (readers never block the writer; it stays set in the file). Switching a new file to it needs
+    a moment with no other connection, and SQLite does not wait for that moment (the busy timeout does not
+    apply), so several processes opening a new store at once retry here instead of failing."""
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            if con.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() == "wal":
+                return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e):
+                raise
+        if time.monotonic() > end:
+            raise sqlite3.OperationalError(f"could not switch {con} to WAL mode in {seconds:.0f} s")
+        time.sleep(0.005 + 0.02 * random.random())
 
 
 def record(result, preset: str = "", source: str = "local", path: Path | None = None) -> None:
