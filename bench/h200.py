@@ -39,12 +39,15 @@ def _verify_job(job):
                 "error": f"{type(e).__name__}: {str(e)[-400:]}"}
 
 
-def sweep(out: str, budget_s: float, workers: int, picks: dict | None) -> None:
+def sweep(out: str, budget_s: float, workers: int, picks: dict | None, seed: int = 0,
+          ops: tuple[str, ...] = OPS) -> None:
     jobs = []
     for op in ("gemm", "conv1d"):
-        jobs += [(op, s, p, picks) for s in course_shapes(op) for p in PRESETS]
-    rest = [(op, s, p, picks) for op in ("dwconv2d", "dwsep_conv2d") for s in course_shapes(op) for p in PRESETS]
-    random.Random(0).shuffle(rest)
+        if op in ops:
+            jobs += [(op, s, p, picks) for s in course_shapes(op) for p in PRESETS]
+    rest = [(op, s, p, picks) for op in ("dwconv2d", "dwsep_conv2d") if op in ops
+            for s in course_shapes(op) for p in PRESETS]
+    random.Random(seed).shuffle(rest)
     jobs += rest
     t0 = time.time()
     done = []
@@ -92,7 +95,8 @@ def _time_knobs(op, shape, knobs, repeat):
             "gflops": r.gflops, "gbps": r.gbps, "knobs": r.knobs, "compile_s": r.compile_s}
 
 
-def table(out: str, with_candidates: bool, rows: list[int] | None) -> None:
+def table(out: str, with_candidates: bool, rows: list[int] | None, only: list[str] | None = None,
+          name: str = "table.json") -> None:
     from kernels import build
     from kernels.knobs import KnobError, preset, resolve
     from kernels.ops import OPS as OPDEFS
@@ -123,6 +127,8 @@ def table(out: str, with_candidates: bool, rows: list[int] | None) -> None:
             row["runs"]["dlight"] = {"error": f"{type(e).__name__}: {str(e)[-300:]}"}
         if with_candidates:
             for name, text in candidates(op, shape).items():
+                if only and name not in only:
+                    continue
                 try:
                     k = resolve(op, "cuda", shape, None, text)
                 except KnobError as e:
@@ -137,7 +143,7 @@ def table(out: str, with_candidates: bool, rows: list[int] | None) -> None:
         line = " ".join(f"{n}={r['median_ms']:.4f}({refms / r['median_ms']:.2f}x)" + ("" if r.get("ok") else "!")
                         for n, r in row["runs"].items() if "median_ms" in r)
         print(f"{op} {shape} ref {refms:.4f} ms | {line}", flush=True)
-        json.dump(res, open(os.path.join(out, "table.json"), "w"), indent=1)
+        json.dump(res, open(os.path.join(out, name), "w"), indent=1)
 
 
 # ------------------------------------------------------------------ Nsight Compute
@@ -178,17 +184,23 @@ def main() -> None:
     s.add_argument("--budget-s", type=float, default=240)
     s.add_argument("--workers", type=int, default=12)
     s.add_argument("--picks", help="bench/picks.py output: the `best` knobs to verify")
+    s.add_argument("--seed", type=int, default=0, help="order of the dwconv2d/dwsep_conv2d jobs")
+    s.add_argument("--ops", default=",".join(OPS))
     t = sub.add_parser("table")
     t.add_argument("--out", required=True)
     t.add_argument("--candidates", action="store_true")
+    t.add_argument("--only", help="comma-separated candidate names (default: all of the operator's)")
+    t.add_argument("--name", default="table.json", help="file name under --out")
     t.add_argument("--rows", help="comma-separated row numbers of BENCH_ROWS (default: all)")
     n = sub.add_parser("ncu-launch")
     n.add_argument("--list", required=True)
     a = p.parse_args()
     if a.cmd == "sweep":
-        sweep(a.out, a.budget_s, a.workers, json.load(open(a.picks)) if a.picks else None)
+        sweep(a.out, a.budget_s, a.workers, json.load(open(a.picks)) if a.picks else None, a.seed,
+              tuple(a.ops.split(",")))
     elif a.cmd == "table":
-        table(a.out, a.candidates, [int(x) for x in a.rows.split(",")] if a.rows else None)
+        table(a.out, a.candidates, [int(x) for x in a.rows.split(",")] if a.rows else None,
+              a.only.split(",") if a.only else None, a.name)
     else:
         ncu_launch(a.list)
 

@@ -26,6 +26,28 @@ CANDIDATES: dict[str, dict[str, str]] = {
         # 8x4 patch: 32 accumulators, each B value reused 8 times
         "t128x64p8x4k16u": "tile_m=128,tile_n=64,patch_m=8,patch_n=4,k_split=16,cache_a=shared+local,"
                            "cache_b=shared+local,vector=4,unroll=512",
+        # the Walkthrough page's steps (pages/_parts/walk.py), one decision each, so every step has a time.
+        # Exact at M=N=K=1024 (k_split=1024 is "no split" there; at 4096 it is a 4-way split, so the page
+        # matches walk-1/walk-2 at 1024 only). walk-1 is one thread per block: slow, about a second per launch.
+        "walk-1": "tile_m=64,tile_n=64,patch_m=64,patch_n=64,k_split=1024,cache_a=global,cache_b=global,"
+                  "cache_c=global,vector=1",
+        "walk-2": "tile_m=64,tile_n=64,patch_m=4,patch_n=4,k_split=1024,cache_a=global,cache_b=global,"
+                  "cache_c=local,vector=1",
+        "walk-3": "tile_m=64,tile_n=64,patch_m=4,patch_n=4,k_split=16,cache_a=local,cache_b=local,cache_c=local,"
+                  "vector=1",
+        "walk-4": "tile_m=64,tile_n=64,patch_m=4,patch_n=4,k_split=16,cache_a=local,cache_b=local,cache_c=local,"
+                  "vector=4",
+        # pass 3: software pipelining (double-buffered shared tiles) on pass 2's best and its neighbours
+        "t64p4k16u-pipe": "tile_m=64,tile_n=64,patch_m=4,patch_n=4,k_split=16,cache_a=shared+local,"
+                          "cache_b=shared+local,vector=4,unroll=512,pipeline=true",
+        "t64p4k32u-pipe": "tile_m=64,tile_n=64,patch_m=4,patch_n=4,k_split=32,cache_a=shared+local,"
+                          "cache_b=shared+local,vector=4,unroll=512,pipeline=true",
+        "t64p4k8u-pipe": "tile_m=64,tile_n=64,patch_m=4,patch_n=4,k_split=8,cache_a=shared+local,"
+                         "cache_b=shared+local,vector=4,unroll=512,pipeline=true",
+        "t128x64p8x4k16u-pipe": "tile_m=128,tile_n=64,patch_m=8,patch_n=4,k_split=16,cache_a=shared+local,"
+                                "cache_b=shared+local,vector=4,unroll=512,pipeline=true",
+        "t128p8k8u-pipe": "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=8,cache_a=shared+local,"
+                          "cache_b=shared+local,vector=4,unroll=512,pipeline=true",
     },
     "conv1d": {
         "seed-local": "tile=256,patch=4,k_split=32,cache_a=local,cache_w=local",

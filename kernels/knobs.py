@@ -79,6 +79,7 @@ class Plan:
     order: str = "k_outer"
     parallel: bool = False
     rthreads: int = 1                         # threads sharing one output's reduction (CUDA)
+    pipeline: bool = False                    # fill the next shared tiles while computing on these (CUDA)
 
 
 def _fp(scope: str, shared_tile: int, local_all: int, local_step: int) -> tuple[int, int]:
@@ -105,6 +106,8 @@ class GemmCuda:
     cache_c: str = cache_out("local")
     vector: int = vector(4)
     unroll: int = unroll(0)
+    pipeline: bool = _f(False, "Software pipelining: while the threads compute on one k tile in shared memory they "
+                               "already load the next one into a second buffer (double buffering).", (False, True))
 
     def extents(self, s: Shape):
         return {"m": ("M", s["M"]), "n": ("N", s["N"]), "k": ("K", s["K"])}
@@ -113,11 +116,13 @@ class GemmCuda:
         """(floats in shared memory per block, floats in registers per thread)."""
         a = _fp(self.cache_a, self.tile_m * self.k_split, self.patch_m * self.k_split, self.patch_m)
         b = _fp(self.cache_b, self.k_split * self.tile_n, self.k_split * self.patch_n, self.patch_n)
-        return a[0] + b[0], a[1] + b[1] + _acc(self.cache_c, self.patch_m * self.patch_n)
+        buffers = 2 if self.pipeline else 1          # pipelining double-buffers the shared tiles
+        return buffers * (a[0] + b[0]), a[1] + b[1] + _acc(self.cache_c, self.patch_m * self.patch_n)
 
     def plan(self, s: Shape) -> Plan:
         return Plan("cuda", (self.tile_m, self.tile_n), (self.patch_m, self.patch_n), (self.k_split,),
-                    (("A", self.cache_a), ("B", self.cache_b)), self.cache_c, self.vector, self.unroll)
+                    (("A", self.cache_a), ("B", self.cache_b)), self.cache_c, self.vector, self.unroll,
+                    pipeline=self.pipeline)
 
 
 @dataclass(frozen=True)
@@ -406,6 +411,10 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
                      d="compute_at", cache_c="global", vector=16, parallel=True),
     },
 }
+# fpga target (kernels/fpga): a VTA-style accelerator, simulated; its knob classes and presets live there.
+from .fpga.knobs import KNOBS as _FPGA_KNOBS, PRESETS as _FPGA_PRESETS  # noqa: E402
+KNOBS.update(_FPGA_KNOBS)
+PRESETS.update(_FPGA_PRESETS)
 PRESET_NAMES = ("baseline", "naive", "seed", "best")
 # Below a size, another measured schedule wins (data/h200_bench.json): with few outputs and a long
 # reduction, threads share each output's reduction; a small depthwise image wants smaller blocks.
@@ -439,6 +448,8 @@ def knob_class(op: str, target: str) -> type:
 def fit(k, s: Shape):
     """Clamp a preset to a shape: tiles and splits no larger than their axes, patches dividing tiles,
     the widest vector that the shape allows."""
+    if hasattr(k, "fitted"):            # fpga knobs: tiles in units of the GEMM core's block (kernels/fpga)
+        return k.fitted(s)
     ext = k.extents(s)
     ch = {}
     for x, (_, n) in ext.items():
@@ -539,6 +550,8 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
             out.append(f"{f.name}={v} must be at least {meta.get('lo', 1)}.")
     if out:
         return out
+    if hasattr(k, "problems"):          # fpga knobs: core-block multiples and buffer capacities (kernels/fpga)
+        return k.problems(s)
     for x, (label, n) in k.extents(s).items():
         t, p = (f"tile_{x}", f"patch_{x}") if x else ("tile", "patch")
         if hasattr(k, t):
@@ -561,6 +574,9 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
             t, p = (f"tile_{x}", f"patch_{x}") if x else ("tile", "patch")
             if hasattr(k, t):
                 threads *= getattr(k, t) // getattr(k, p)
+        if getattr(k, "pipeline", False) and "shared" not in (k.cache_a + k.cache_b):
+            out.append("pipeline=true overlaps loading the next shared tile with computing on this one; cache A "
+                       "or B in 'shared' or 'shared+local', or set pipeline=false.")
         kt = getattr(k, "k_threads", 1)
         if kt > 1 and (k.patch != 1 or k.cache_a != "global" or k.cache_w != "global"):
             out.append(f"k_threads={kt} splits each output's reduction across threads, which streams operands "

@@ -129,6 +129,7 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     steps(f"bind the block tiles to blockIdx.x and the {threads} threads of a tile to threadIdx.x; each thread "
           f"owns a {'x'.join(map(str, plan.patches))} patch of outputs, reusing every loaded value that many times.")
     depth = 2 + len(ro)           # loops above a stage computed at the last reduction tile: bx, tx, ro...
+    fills = []                    # names of the blocks that fill shared memory (for pipelining)
 
     for name, scope in plan.caches:
         if scope == "global":
@@ -142,6 +143,7 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
                 stage = sch.cache_read(blk, read_index(sch, blk, name), "shared")
             sch.compute_at(stage, ro[-1])
             shared_name = sch.get(stage).writes[0].source.name
+            fills.append(sch.get(stage).name_hint)
             vec = plan.vector if (d is None and _fill_vectorizable(sch, stage, depth, threads, plan.vector)) else 1
             _cooperative(sch, stage, depth, threads, vec, steps, f"{name}_shared")
             steps(f"stage {name} in shared memory once per reduction tile: every thread of the block reads the "
@@ -172,6 +174,14 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
             steps(f"vectorize the patch write-back: {plan.vector} floats per store.")
     sch.decompose_reduction(blk, ro[0])
     steps("decompose the reduction: zero the accumulators once before the reduction loops.")
+    if plan.pipeline:
+        body = sch.get(ro[-1]).body
+        parts = list(body.seq) if type(body).__name__ == "SeqStmt" else [body]
+        stage = [0 if any(f'sblock("{n}")' in p.script() for n in fills) else 1 for p in parts]
+        sch.annotate(ro[-1], "software_pipeline_stage", stage)
+        sch.annotate(ro[-1], "software_pipeline_order", list(range(len(parts))))
+        steps("software-pipeline the reduction tiles: the shared tiles of step k+1 are loaded into a second "
+              "buffer while the threads compute on step k, so global-memory latency hides behind arithmetic.")
     if plan.unroll:
         sch.annotate(bx, "pragma_auto_unroll_max_step", plan.unroll)
         sch.annotate(bx, "pragma_unroll_explicit", 1)
