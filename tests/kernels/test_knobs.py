@@ -156,7 +156,9 @@ def test_op_fails_when_unknown():
 
 
 def test_target_fails_when_unknown():
-    assert problems("gemm", "tpu", GEMM, preset="best") == "Unknown target 'tpu'; choose one of cpu, cuda."
+    msg = problems("gemm", "tpu", GEMM, preset="best")
+    assert msg.startswith("Unknown target 'tpu'; choose one of ") and msg.endswith(".")
+    assert {"cpu", "cuda"} <= set(msg.removeprefix("Unknown target 'tpu'; choose one of ")[:-1].split(", "))
 
 
 def test_preset_fails_when_unknown():
