@@ -31,6 +31,41 @@ def bench_table(run: Path) -> dict:
     return t
 
 
+def remerge(*tables: str) -> None:
+    """Fold re-measured rows (bench.merge) into data/h200_bench.json, each row keeping its own date."""
+    from .merge import merge
+    t = merge(json.load(open(DATA / "h200_bench.json")), *(json.load(open(p)) for p in tables))
+    for row in t["rows"]:
+        want = knobs_text(preset(row["op"], "cuda", "best", row["shape"]))
+        row["best_run"] = next((n for n, r in row["runs"].items() if r.get("knobs") == want and "median_ms" in r),
+                               None)
+    t["command"] = COMMAND + "; GEMM rows re-measured with bash bench/device_run4.sh's table steps " \
+                             "(bench.h200 table --rows 0|1 --only <pass-3 and Walkthrough candidates>)"
+    json.dump(t, open(DATA / "h200_bench.json", "w"), indent=1)
+
+
+def sweeps(*jsonl: str) -> None:
+    """Union of several sweep logs (one job = op, shape, preset) into data/h200_sweep.json."""
+    from .shapes import course_shapes
+    seen = {}
+    for p in jsonl:
+        for line in open(p):
+            r = json.loads(line)
+            seen[(r["op"], json.dumps(r["shape"], sort_keys=True), r["preset"])] = r
+    done = list(seen.values())
+    by = {}
+    for op in ("gemm", "conv1d", "dwconv2d", "dwsep_conv2d"):
+        rs = [r for r in done if r["op"] == op]
+        by[op] = {"passed": sum(r["ok"] for r in rs), "run": len(rs), "planned": 4 * len(course_shapes(op))}
+    s = json.load(open(DATA / "h200_sweep.json"))
+    s.update(done=len(done), passed=sum(r["ok"] for r in done), by_op=by,
+             failed=[r for r in done if not r["ok"]][:50],
+             jobs=sum(v["planned"] for v in by.values()),
+             command=s["command"] + "; more depthwise jobs: bench.h200 sweep --seed 1 --ops dwconv2d,dwsep_conv2d",
+             runs=[Path(p).parent.name for p in jsonl])
+    json.dump(s, open(DATA / "h200_sweep.json", "w"), indent=1)
+
+
 def main(run_dir: str) -> None:
     run = Path(run_dir)
     t = bench_table(run)
@@ -47,4 +82,9 @@ def main(run_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--remerge":
+        remerge(*sys.argv[2:])
+    elif sys.argv[1] == "--sweeps":
+        sweeps(*sys.argv[2:])
+    else:
+        main(sys.argv[1])

@@ -96,7 +96,7 @@ def _time_knobs(op, shape, knobs, repeat):
 
 
 def table(out: str, with_candidates: bool, rows: list[int] | None, only: list[str] | None = None,
-          name: str = "table.json") -> None:
+          file: str = "table.json") -> None:
     from kernels import build
     from kernels.knobs import KnobError, preset, resolve
     from kernels.ops import OPS as OPDEFS
@@ -143,7 +143,7 @@ def table(out: str, with_candidates: bool, rows: list[int] | None, only: list[st
         line = " ".join(f"{n}={r['median_ms']:.4f}({refms / r['median_ms']:.2f}x)" + ("" if r.get("ok") else "!")
                         for n, r in row["runs"].items() if "median_ms" in r)
         print(f"{op} {shape} ref {refms:.4f} ms | {line}", flush=True)
-        json.dump(res, open(os.path.join(out, name), "w"), indent=1)
+        json.dump(res, open(os.path.join(out, file), "w"), indent=1)
 
 
 # ------------------------------------------------------------------ Nsight Compute

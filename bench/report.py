@@ -29,10 +29,23 @@ def table(path: Path = DATA) -> str:
         out.append(f"| {row['op']} {shape} | {row['reference']['name']} | {ref:.4f} | {best:.4f} | "
                    f"{ref / best:.2f}x | {row['goal']}x | {x('dlight')} | {x('naive')} | {x('baseline')} |")
     out.append("")
-    out.append(f"Measured on {d['device']}, {d['started']}, {d['versions']}; `{d['command']}`. "
+    dates = sorted({r.get("started", d["started"]) for r in d["rows"]})
+    when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]} (each row's date is in the data)"
+    out.append(f"Measured on {d['device']}, {when}, {d['versions']}; `{d['command']}`. "
                f"{d['reference_timing']}.")
     return "\n".join(out)
 
 
+def update_readme(path: Path = DATA.parent.parent / "README.md") -> None:
+    text = path.read_text()
+    head, rest = text.split("<!-- h200-table -->")
+    _, tail = rest.split("<!-- /h200-table -->")
+    path.write_text(f"{head}<!-- h200-table -->\n{table()}\n<!-- /h200-table -->{tail}")
+
+
 if __name__ == "__main__":
-    print(table())
+    import sys
+    if sys.argv[1:] == ["--readme"]:
+        update_readme()
+    else:
+        print(table())
