@@ -7,12 +7,19 @@ import sys
 
 
 def merge(base: dict, *new: dict) -> dict:
+    """A re-measured row replaces the reference and the runs it has; runs it did not repeat stay, each run
+    keeping the date it was measured ('started')."""
     out = dict(base)
-    rows = [dict(r, started=r.get("started", base.get("started", base.get("date")))) for r in base["rows"]]
+    rows = []
+    for r in base["rows"]:
+        when = r.get("started", base.get("started", base.get("date")))
+        rows.append(dict(r, started=when, runs={n: dict(x, started=x.get("started", when))
+                                               for n, x in r["runs"].items()}))
     for t in new:
         for r in t["rows"]:
-            r = dict(r, started=t["date"])
-            rows = [x if (x["op"], x["shape"]) != (r["op"], r["shape"]) else r for x in rows]
+            fresh = {n: dict(x, started=t["date"]) for n, x in r["runs"].items()}
+            rows = [x if (x["op"], x["shape"]) != (r["op"], r["shape"]) else
+                    dict(r, started=t["date"], runs={**x["runs"], **fresh}) for x in rows]
     out["rows"] = rows
     return out
 
