@@ -1,0 +1,90 @@
+"""The app in a real browser: every page renders, knobs move with the keyboard, the tile plays, links and
+?embed=true reproduce the view."""
+import re
+import time
+
+import pytest
+
+from browser_kit import counted, settle, visit
+
+pytestmark = pytest.mark.browser
+PAGES = {"lab": "/", "walkthrough": "/walkthrough", "compare": "/compare", "benchmarks": "/benchmarks",
+         "hardware_check": "/hardware_check"}
+
+
+def _text(pg, testid: str, has: str) -> str:
+    return pg.locator(f'[data-testid="{testid}"]', has_text=has).first.inner_text()
+
+
+def _lab_view(pg) -> str:
+    """What the Lab shows: its shape and knobs caption, and the current kernel's counters."""
+    return _text(pg, "stCaptionContainer", "knobs") + "\n" + _text(pg, "stMarkdownContainer", "Current kernel")
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_every_page_renders_without_an_exception(server, page, name):
+    visit(page, server + PAGES[name])
+    assert page.locator("h1").count() >= 1
+    page.locator(".js-plotly-plot").first.wait_for()      # at least one figure drawn
+    assert page.locator('[data-testid="stSidebarNav"]').is_visible()
+
+
+def test_a_knob_moved_with_the_keyboard_changes_the_counters_and_the_link(server, page, browser):
+    visit(page, server + "/?target=cuda")
+    before = _lab_view(page)
+    knob = page.locator('input[type=range][aria-label="patch_m"]')
+    knob.focus()
+    page.keyboard.press("ArrowLeft")                     # 4 -> 2
+    page.wait_for_url(re.compile(r"knobs=patch_m%3D2"))
+    settle(page)
+    counted(page)
+    after = _lab_view(page)
+    assert knob.get_attribute("aria-valuetext") == "2"
+    assert after != before and "patch_m=2" in after
+    other = browser.new_page()                           # the link, opened elsewhere, shows the same view
+    try:
+        visit(other, page.url)
+        assert _lab_view(other) == after
+    finally:
+        other.close()
+
+
+def test_play_advances_the_animation(server, page):
+    visit(page, server + "/")
+    tile = page.locator(".js-plotly-plot").first
+    tile.wait_for()
+    state = "el => [el._fullLayout.sliders[0].active, el._fullLayout.title.text]"
+    start = tile.evaluate(state)
+    tile.locator("g.updatemenu-button").first.click()    # ▶ play
+    deadline = time.time() + 15
+    while time.time() < deadline and tile.evaluate(state)[0] == start[0]:
+        time.sleep(0.2)
+    now = tile.evaluate(state)
+    assert now[0] > start[0] and now[1] != start[1]
+
+
+def test_embed_shows_the_same_view_without_the_chrome(server, page, browser):
+    query = "op=conv1d&target=cuda&preset=naive&knobs=tile%3D128"
+    visit(page, f"{server}/?{query}")
+    full = _lab_view(page)
+    visit(page, f"{server}/?embed=true&{query}")
+    assert _lab_view(page) == full and "tile=128" in full
+    for chrome in ("stSidebar", "stHeader", "stToolbar"):
+        assert not page.locator(f'[data-testid="{chrome}"]').is_visible(), chrome
+
+
+def test_a_walkthrough_link_reproduces_the_step(server, page, browser):
+    visit(page, server + "/walkthrough")
+    page.get_by_role("radio", name=re.compile(r"^3 ·")).click()
+    page.wait_for_url(re.compile(r"step=3"))
+    settle(page)
+    counted(page)
+    heading = page.locator("h3", has_text="Step 3").first.inner_text()
+    embed = browser.new_page()
+    try:
+        visit(embed, page.url + "&embed=true")
+        assert embed.locator("h3", has_text="Step 3").first.inner_text() == heading
+        assert embed.get_by_role("radio", name=re.compile(r"^3 ·")).get_attribute("aria-checked") == "true"
+        assert not embed.locator('[data-testid="stSidebar"]').is_visible()
+    finally:
+        embed.close()
