@@ -587,10 +587,7 @@ def _enumerate_compressed(loops, members, mconds, mterms, tx, site, space, secto
         keep = mm.any(axis=1)
         a, mm, wr = a[keep], mm[keep], wr[keep]
         top = np.iinfo(np.int64).max
-        for r in range(SECTOR):
-            s_ = np.where(mm, (a + r) // SECTOR, top)
-            s_.sort(axis=1)
-            distinct = ((np.diff(s_, axis=1) != 0) & (s_[:, 1:] != top)).sum(axis=1) + (s_[:, 0] != top)
+        for r, distinct in enumerate(_distinct_sectors(a, mm)):
             out["sectors"][r] += int((distinct * wr).sum())
     return out
 
@@ -653,6 +650,19 @@ def _full_period(e, v) -> int | None:
     if t == "FloorDiv" and type(e.b).__name__ == "IntImm":
         return _full_period(e.a, v)
     return None
+
+
+def _distinct_sectors(a, active):
+    """For each residue r of a common offset (0..7 floats): the number of distinct 32-byte sectors that the
+    active lanes' addresses a + r touch, per row (warp instruction). Sorting once serves every r: adding r
+    and dividing by 8 keep the order."""
+    top = np.iinfo(np.int64).max // 2
+    s = np.where(active, a, top)
+    s.sort(axis=1)
+    valid = s != top
+    for r in range(SECTOR):
+        q = (s + r) // SECTOR
+        yield ((np.diff(q, axis=1) != 0) & valid[:, 1:]).sum(axis=1) + valid[:, 0]
 
 
 def _enumerate(loops, members, mconds, mterms, tx, site, space, sectors):
@@ -724,11 +734,8 @@ def _enumerate(loops, members, mconds, mterms, tx, site, space, sectors):
             mm = np.repeat(m.reshape(-1, WARP), site.lanes, axis=1)
             keep = mm.any(axis=1)
             a, mm = a[keep], mm[keep]
-            for r in range(SECTOR):
-                s = np.where(mm, (a + r) // SECTOR, np.iinfo(np.int64).max)
-                s.sort(axis=1)
-                distinct = (np.diff(s, axis=1) != 0) & (s[:, 1:] != np.iinfo(np.int64).max)
-                secs[r] += int(distinct.sum() + (s[:, 0] != np.iinfo(np.int64).max).sum())
+            for r, distinct in enumerate(_distinct_sectors(a, mm)):
+                secs[r] += int(distinct.sum())
     return {"points": points, "warp_points": warp_points, "hist": hist, "sectors": secs}
 
 
