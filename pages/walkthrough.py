@@ -20,7 +20,7 @@ through_app()
 ss = st.session_state
 ASKED: set = set()
 CPU_SIZES = {"M=N=K=256 (seconds)": 256, "M=N=K=512 (a few seconds)": 512,
-             "M=N=K=1024, the speed test (about half a minute)": 1024}
+             "M=N=K=1024, the speed test (about 1½ minutes here)": 1024}
 NCU_SHOWN = {"smsp__inst_executed_op_global_ld.sum": "global load instructions",
              "smsp__inst_executed_op_global_st.sum": "global store instructions",
              "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "global load sectors (32 B)"}
