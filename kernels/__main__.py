@@ -9,7 +9,7 @@ from . import build, results
 from .knobs import KNOBS, PRESET_NAMES, KnobError, fields_of, knobs_text, parse_shape, resolve
 from .ops import OPS
 
-TARGETS = ("cpu", "cuda")
+TARGETS = ("cpu", "cuda", "fpga")          # fpga: a VTA-style accelerator, simulated (kernels/fpga)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,6 +69,9 @@ def cmd_run(a):
     r = build.run(a.op, shape, knobs, a.target, repeat=a.repeat)
     if a.record:
         results.record(r, preset=a.preset or "")
+    if a.target == "fpga":              # simulated: say so, and where the cycles went
+        from .fpga import cli as fpga_cli
+        return fpga_cli.print_run(a, shape, knobs, r)
     if a.json:
         print(json.dumps({**r.as_dict(), "preset": a.preset or ""}))
         return
@@ -80,6 +83,9 @@ def cmd_run(a):
 def cmd_traffic(a):
     from . import traffic
     shape, knobs = _resolve(a)
+    if a.target == "fpga":              # counted by the simulator: bytes per buffer level, GEMM-core operations
+        from .fpga import cli as fpga_cli
+        return fpga_cli.print_traffic(a, shape, knobs)
     c = traffic.counts(a.op, shape, knobs, a.target)
     out = {"op": a.op, "shape": shape, "target": a.target, "knobs": knobs_text(knobs), **c.as_dict()}
     if a.json:
@@ -93,7 +99,10 @@ def cmd_traffic(a):
 
 def cmd_source(a):
     shape, knobs = _resolve(a)
-    ir = a.ir or "tir"
+    ir = a.ir or ("lowered" if a.target == "fpga" else "tir")     # fpga: the TensorIR the simulator runs
+    if a.target == "fpga" and ir not in ("tir", "lowered"):
+        _fail(f"--ir {ir} does not exist for --target fpga (nothing is compiled: the simulator runs the lowered "
+              "TensorIR); use --ir lowered or tir.")
     if ir == "cuda" and a.target != "cuda" or ir in ("llvm", "llvm-ir") and a.target != "cpu":
         _fail(f"--ir {ir} does not exist for --target {a.target}; use --ir tir, or "
               f"{'cuda' if a.target == 'cuda' else 'llvm'}.")

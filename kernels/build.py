@@ -68,7 +68,7 @@ class Result:
 
 def target_available(target: str) -> str | None:
     """None when the target can run here, else one sentence saying why not."""
-    if target == "cpu":
+    if target in ("cpu", "fpga"):       # fpga: the simulator (kernels/fpga) runs anywhere
         return None
     if target == "cuda":
         try:
@@ -81,6 +81,9 @@ def target_available(target: str) -> str | None:
 
 
 def device_name(target: str) -> str:
+    if target == "fpga":
+        from .fpga.sim import DEVICE
+        return DEVICE
     if target == "cuda":
         try:
             return tvm.cuda(0).device_name
@@ -115,6 +118,11 @@ def compiled(op: str, shape_items: tuple, knobs, target: str):
 
 def source(op: str, shape: Shape, knobs, target: str, ir: str = "tir") -> str:
     """TensorIR (the schedule's TVMScript), CUDA C, or LLVM assembly/IR of the compiled kernel."""
+    if target == "fpga" and ir != "tir":        # no device code: the lowered TensorIR is what the simulator runs
+        from .fpga.sim import lowered_source
+        if ir != "lowered":
+            raise ValueError(ir)
+        return lowered_source(op, shape, knobs)
     sch, _ = create(op, shape, knobs, target)
     if ir == "tir":
         return sch.mod.script()
@@ -144,6 +152,9 @@ def _tvm_dev(target: str):
 
 def verify(op: str, shape: Shape, knobs, target: str, rng=None) -> tuple[float, list, object]:
     """rel. error on fresh random inputs, the output poisoned with NaN first; also returns the device arrays."""
+    if target == "fpga":                        # executed by the simulator (kernels/fpga), not compiled
+        from .fpga.sim import verify as fpga_verify
+        return fpga_verify(op, shape, knobs, rng)
     o = OPS[op]
     rng = rng or np.random.default_rng()
     _, mod, _ = compiled(op, tuple(shape.items()), knobs, target)
@@ -307,6 +318,9 @@ def run(op: str, shape: Shape, knobs, target: str, repeat: int = 5, with_referen
     why = target_available(target)
     if why:
         raise RuntimeError(why)
+    if target == "fpga":                        # simulated time (cycles / clock), labelled so in Result.device
+        from .fpga.sim import run_result
+        return run_result(op, shape, knobs)
     o = OPS[op]
     _, mod, compile_s = compiled(op, tuple(shape.items()), knobs, target)
     rel, args, xs = verify(op, shape, knobs, target)

@@ -411,6 +411,10 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
                      d="compute_at", cache_c="global", vector=16, parallel=True),
     },
 }
+# fpga target (kernels/fpga): a VTA-style accelerator, simulated; its knob classes and presets live there.
+from .fpga.knobs import KNOBS as _FPGA_KNOBS, PRESETS as _FPGA_PRESETS  # noqa: E402
+KNOBS.update(_FPGA_KNOBS)
+PRESETS.update(_FPGA_PRESETS)
 PRESET_NAMES = ("baseline", "naive", "seed", "best")
 # Below a size, another measured schedule wins (data/h200_bench.json): with few outputs and a long
 # reduction, threads share each output's reduction; a small depthwise image wants smaller blocks.
@@ -444,6 +448,8 @@ def knob_class(op: str, target: str) -> type:
 def fit(k, s: Shape):
     """Clamp a preset to a shape: tiles and splits no larger than their axes, patches dividing tiles,
     the widest vector that the shape allows."""
+    if hasattr(k, "fitted"):            # fpga knobs: tiles in units of the GEMM core's block (kernels/fpga)
+        return k.fitted(s)
     ext = k.extents(s)
     ch = {}
     for x, (_, n) in ext.items():
@@ -544,6 +550,8 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
             out.append(f"{f.name}={v} must be at least {meta.get('lo', 1)}.")
     if out:
         return out
+    if hasattr(k, "problems"):          # fpga knobs: core-block multiples and buffer capacities (kernels/fpga)
+        return k.problems(s)
     for x, (label, n) in k.extents(s).items():
         t, p = (f"tile_{x}", f"patch_{x}") if x else ("tile", "patch")
         if hasattr(k, t):

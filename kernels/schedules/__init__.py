@@ -10,6 +10,9 @@ from . import cpu, cuda
 from ._common import Steps
 
 ENGINES = {"cuda": cuda.schedule, "cpu": cpu.schedule}
+# fpga target: a VTA-style accelerator, simulated (kernels/fpga/schedule.py)
+from ..fpga import schedule as _fpga  # noqa: E402
+ENGINES["fpga"] = _fpga.schedule
 
 
 def unscheduled(op: str, shape: Shape) -> Schedule:
