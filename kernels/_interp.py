@@ -11,6 +11,7 @@ import numpy as np
 from ._tirpy import ExprPrinter, Names, children, is_sync, scope_of, thread_extent
 
 READ, WRITE = 0, 1
+TASKS = 1 << 40             # ids of the parallel tasks of one loop execution: epoch * TASKS + iteration + 1
 
 
 class RaceError(RuntimeError):
@@ -20,6 +21,7 @@ class RaceError(RuntimeError):
 class _Buf:
     def __init__(self, bid: int, name: str, scope: str, size: int):
         self.id, self.name, self.scope, self.size = bid, name, scope, size
+        self.param = False          # a kernel argument (declared, not allocated inside the function)
 
 
 class Program:
@@ -73,7 +75,7 @@ class Program:
             return
         t = type(s).__name__
         if t == "DeclBuffer":
-            self.buf(s.buffer)
+            self.buf(s.buffer).param = True
             return
         if t == "SeqStmt" or (t == "AttrStmt" and not te):   # a pragma around a kernel launch
             for c in children(s):
@@ -135,11 +137,18 @@ class Program:
         elif t == "For":
             v = self.names(s.loop_var, s.loop_var.name)
             lo, ext = self._expr(s.min), self._expr(s.extent)
+            par = str(s.kind).endswith("parallel") or int(s.kind) == 1
+            if par:                 # each iteration is a task on its own core: writes are checked for races
+                out.append(f"{pad}_par_begin()")
             out.append(f"{pad}for {v} in range({lo}, {lo} + {ext}):")
+            if par:
+                out.append(f"{pad}    _par({v})")
             n = len(out)
             self._stmt(s.body, ind + 1, out)
             if len(out) == n:
                 out.append(f"{pad}    pass")
+            if par:
+                out.append(f"{pad}_par_end()")
         elif t == "IfThenElse":
             out.append(f"{pad}if {self._expr(s.condition)}:")
             n = len(out)
@@ -202,8 +211,18 @@ def run(prog: Program, inputs: dict[int, np.ndarray]):
             raise IndexError(f"the kernel reads before the start of buffer {prog.bufs[bid].name}")
         return arr[i]
 
-    owner: dict = {}        # global buffer id -> block that last wrote each element (catches races)
-    cur = [0]
+    owner: dict = {}        # global buffer id -> writer of each element: block + 1, or a parallel task's id
+    cur = [0]               # 0: serial code; a block b: b + 1; a parallel task: epoch * TASKS + iteration + 1
+    epoch = [0]
+
+    def _par_begin():
+        epoch[0] += 1
+
+    def _par(i):
+        cur[0] = epoch[0] * TASKS + i + 1
+
+    def _par_end():
+        cur[0] = 0
 
     def _st(arr, bid, i, v):
         append((bid, i, WRITE))
@@ -213,8 +232,9 @@ def run(prog: Program, inputs: dict[int, np.ndarray]):
         o = owner.get(bid)
         if o is not None:
             prev = o[i]
-            if np.any((prev >= 0) & (prev != cur[0])):
-                raise RaceError(f"two thread blocks write the same element of {prog.bufs[bid].name}: the "
+            if cur[0] and np.any((prev > 0) & (prev != cur[0]) & (prev // TASKS == cur[0] // TASKS)):
+                raise RaceError(f"two thread blocks (or parallel tasks) write the same element of "
+                                f"{prog.bufs[bid].name}: the "
                                 "result would depend on which block runs last")
             o[i] = cur[0]
 
@@ -224,8 +244,9 @@ def run(prog: Program, inputs: dict[int, np.ndarray]):
             G[b.id] = inputs[b.id]
         elif not b.scope.startswith("shared") and b.scope != "local":
             G[b.id] = np.full(b.size, np.nan)
-            owner[b.id] = np.full(b.size, -1, dtype=np.int64)
-    env = {"np": np, "_ld": _ld, "_st": _st, "_G": G, "_ramp": _ramp, "_bcast": _bcast, "_tdiv": _tdiv,
+        if b.param and b.scope == "global":      # allocations inside a parallel loop are private per task
+            owner[b.id] = np.zeros(b.size, dtype=np.int64)
+    env = {"np": np, "_ld": _ld, "_st": _st, "_par_begin": _par_begin, "_par": _par, "_par_end": _par_end, "_G": G, "_ramp": _ramp, "_bcast": _bcast, "_tdiv": _tdiv,
            "_tmod": _tmod, "_shared": _shared, "_int": lambda x: np.asarray(x).astype(np.int64) if
            isinstance(x, np.ndarray) else int(x), "_float": float, "_bool": bool}
     exec(compile("\n".join(prog.src), "<lowered TensorIR>", "exec"), env)
@@ -233,9 +254,9 @@ def run(prog: Program, inputs: dict[int, np.ndarray]):
     for name, blocks, threads in prog.kernels:
         fn = env[name]
         for o in owner.values():
-            o[:] = -1           # a new kernel may rewrite what an earlier one wrote
+            o[:] = 0            # a new kernel may rewrite what an earlier one wrote
         for b in range(blocks):
-            cur[0] = b
+            cur[0] = b + 1 if blocks > 1 else 0
             S: dict = {}
             alive = [(t, fn(b, t, S)) for t in range(threads)]
             while alive:

@@ -183,7 +183,9 @@ def _peel(sch: Schedule, blk, plan: Plan, stages: dict, steps: Steps):
     loops = sch.get_loops(blk)
     ext = int(sch.get(loops[n - 1]).extent)
     r = ext % plan.vector if _simd(plan) else 0
-    if not r or stages.get("D") in ("compute_at", "inline"):
+    if not r or stages.get("D") in ("compute_at", "inline") or plan.cache_out == "local":
+        # loop_partition gives its blocks whole-buffer read/write regions, so a C_local written back after
+        # it would cover every tile: with parallel tiles, two cores then write the same outputs (a race)
         return blk, None
     sch.reorder(loops[n - 1], *loops[:n - 1])
     main, rest = sch.loop_partition(loops[n - 1], [ext - r, None])
