@@ -81,13 +81,20 @@ def num(x: float):
 
 
 # ---------------------------------------------------------------- controls
+def target_caption(op: str, t: str) -> str:
+    if L.unsupported(op, t):
+        return f"not for {op}"
+    if t == "fpga":
+        return "simulated accelerator"
+    return "no GPU here: simulated, source shown" if build.target_available(t) else "runs here"
+
+
 def controls() -> tuple[str, str, dict, str]:
-    top = st.columns([1.3, 1.6, 1, 1])
+    top = st.columns([1.2, 1.5, 1.5, 0.9])
     op = top[0].selectbox("Operator", list(OPS), format_func=lambda o: OPS[o].title, key="lab_op")
     size = top[1].segmented_control("Shape", L.SIZES, default="speed test", key="lab_size", required=True)
     target = top[2].radio("Target", L.TARGETS, key="lab_target", horizontal=True,
-                          captions=["no GPU here: simulated, source shown" if build.target_available(t)
-                                    else "runs here" for t in L.TARGETS])
+                          captions=[target_caption(op, t) for t in L.TARGETS])
     preset = top[3].selectbox("Preset", K.PRESET_NAMES, index=K.PRESET_NAMES.index("seed"), key="lab_preset")
     st.caption(f"**{OPS[op].title}**: `{OPS[op].math}`")
     shape = dict(OPS[op].sizes[size if size in OPS[op].sizes else "speed test"])
@@ -128,7 +135,8 @@ def knob_panel(op: str, target: str, shape: dict, preset: str):
                 ss[key] = choices[0]
             values[f.name] = st.selectbox(f.name, choices, key=key, help=meta["help"])
         elif extent := L.axis_of(base, f.name, shape):
-            values[f.name] = st.select_slider(f.name, L.int_options(extent, cur), key=key, help=meta["help"])
+            step = meta.get("lo", 1) if f.name.startswith("tile") else 1     # fpga: multiples of the core's 16
+            values[f.name] = st.select_slider(f.name, L.int_options(extent, cur, step), key=key, help=meta["help"])
         else:
             values[f.name] = st.number_input(f.name, min_value=meta.get("lo", 1), step=1, key=key, help=meta["help"])
         slots[f.name] = st.empty()
@@ -153,6 +161,15 @@ def tile_section(v: View):
         for s in L.sentences(e):
             st.error(f"The simulator could not trace this schedule: {s}")
         return None
+    if v.target == "fpga":                  # one instruction stream: no blocks or threads to pick
+        st.caption(f"Tile `{L.shape_text(tshape)}`, knobs scaled with it: `{K.knobs_text(tknobs)}`. The accelerator "
+                   f"runs one instruction stream: {tile.phases} instructions (DMA loads into the on-chip buffers, "
+                   f"GEMM-core operations on them, DMA stores of the accumulator), {len(tile.records):,} element "
+                   "accesses, replayed by the simulator. Press play or drag the slider.")
+        fig = L.tile_figure(v.op, v.knobs, v.target, None, None)
+        chart(fig, "lab_tile_chart")
+        download(fig, f"{v.op}-{v.target}-tile", "lab_dl_tile")
+        return tshape, tile
     c = st.columns([1, 1, 3])
     blocks, threads = ["all"] + list(range(tile.blocks)), ["all"] + list(range(tile.threads))
     for k, opts in (("lab_block", blocks), ("lab_thread", threads)):
@@ -201,20 +218,22 @@ def counts_section(v: View, drawn) -> None:
         except Exception as e:  # noqa: BLE001
             notes.append(f"**{label}** (full size): {' '.join(L.sentences(e))}")
         if label == "current":
-            lines = [f"**Current kernel, {name}:** {viz.counter_text(sets['current'])}"
+            lines = [f"**Current kernel, {name}:** {viz.counter_text(sets['current'], L.words(v.target))}"
                      for name, sets in (("drawable tile", tile_sets), ("full size", full_sets)) if "current" in sets]
             headline.markdown("  \n".join(lines) or "No counts for the current kernel.")
             ss["lab_timing"] = {"tile and counts": time.perf_counter() - _t0}
     if tile_sets or full_sets:
         tname = f"drawable tile ({L.shape_text(drawn[0])})" if drawn else "drawable tile"
         panels = {tname: tile_sets, f"full size ({L.shape_text(v.shape)})": full_sets}
-        bars = viz.level_bars({k: s for k, s in panels.items() if s},
-                              title="Element reads per level: current knobs against naive and the cache variants")
+        bars = viz.level_bars({k: s for k, s in panels.items() if s}, level_names=L.level_names(v.target),
+                              title="Element reads per level (simulated): current knobs against naive"
+                              if v.target == "fpga" else
+                              "Element reads per level: current knobs against naive and the cache variants")
         chart(bars, "lab_bars")
         download(bars, f"{v.op}-{v.target}-counts", "lab_dl_bars")
     for n in notes:
         st.caption(n)
-    if "naive" in traces and "current" in traces:
+    if v.target != "fpga" and "naive" in traces and "current" in traces:    # the seed's per-thread line (GPU/CPU)
         g = {k: num(L.global_per_output(traces[k])) for k in ("naive", "shared-only", "register-only") if k in traces}
         n = L.passes(traces["naive"])
         line = (passes_line(n, g["naive"], g["shared-only"], g["register-only"]) if len(g) == 3
@@ -224,17 +243,23 @@ def counts_section(v: View, drawn) -> None:
                     "knobs with the operands cached in shared memory, and in registers).")
     if drawn:
         lvl = st.segmented_control("Reuse map: reads from", [*LEVELS, "any level"], default="global",
-                                   key="lab_reuse_level", required=True)
-        heat = viz.reuse_heatmap(drawn[1], None if lvl == "any level" else lvl)
+                                   key="lab_reuse_level", required=True,
+                                   format_func=lambda x: L.level_name(v.target, x))
+        heat = viz.reuse_heatmap(drawn[1], None if lvl == "any level" else lvl,
+                                 level_names=L.level_names(v.target))
         chart(heat, "lab_reuse")
         download(heat, f"{v.op}-{v.target}-reuse", "lab_dl_reuse")
     try:
         counts = counts_of(v, v.knobs, 0)
     except Exception:           # noqa: BLE001 - reported above
         return
-    table = pd.DataFrame({t: {f"{lv} {kind}": x[kind] for lv, x in lvs.items() for kind in ("read", "write")}
-                          for t, lvs in counts.per_tensor.items()}).T
-    st.markdown("**Per tensor, full size** (element reads and writes at each level)")
+    table = pd.DataFrame({t: {f"{L.level_name(v.target, lv)} {kind}": x[kind] for lv, x in lvs.items()
+                              for kind in ("read", "write")}
+                          for t, lvs in counts.per_tensor.items()}).T.fillna(0)     # no entry: none at that level
+    table = table[[c for lv in LEVELS for kind in ("read", "write")
+                   if (c := f"{L.level_name(v.target, lv)} {kind}") in table.columns]]
+    st.markdown("**Per tensor, full size** (element reads and writes at each level"
+                + (", simulated)" if v.target == "fpga" else ")"))
     st.dataframe(table, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="localized") for c in table})
     if counts.ncu:
@@ -244,6 +269,79 @@ def counts_section(v: View, drawn) -> None:
                      column_config={"predicted": st.column_config.NumberColumn(format="localized")})
     for e in counts.effects:
         st.caption(f"Modelled: {e}")
+
+
+# ---------------------------------------------------------------- fpga: the accelerator and the simulated time
+def accel_card() -> None:
+    """The accelerator the fpga target simulates (kernels/fpga/accel.py), as a card under the knobs."""
+    d = L.fpga.DEFAULT.describe()
+    with st.container(border=True):
+        st.markdown(f"**:material/developer_board: {d.pop('name')}**")
+        st.markdown("  \n".join(f"{k}: {x}" for k, x in d.items()))
+        st.caption("VTA's published Pynq configuration, adapted to float32 (kernels/fpga/accel.py gives the "
+                   "source of each number). A behavioural model, simulated: no FPGA runs here.")
+
+
+def time_section(v: View) -> None:
+    """fpga only: the simulated time and where it goes, from the same simulated run as the counts."""
+    st.subheader("Simulated time")
+    try:
+        counts = counts_of(v, v.knobs, 0)
+    except L.Pending:
+        st.caption(":material/hourglass_top: The simulator is still running this schedule at full size; the "
+                   "simulated time appears here when it is done.")
+        return
+    except Exception as e:      # noqa: BLE001 - the sentence (e.g. too many instructions to simulate)
+        for s in L.sentences(e):
+            st.error(f"No simulated time: {s}", icon=":material/error:")
+        return
+    tb, rep = counts.timing, counts.report
+    off = dict(delta_color="off", delta_arrow="off")
+    m = st.columns(4)
+    m[0].metric("Simulated time", f"{tb['ms']:.3g} ms", f"{tb['cycles']:,} cycles at {tb['clock_mhz']:g} MHz", **off,
+                help="Cycles of the load / compute / store pipeline model divided by the clock: simulated, never "
+                     "measured.")
+    m[1].metric("Bound", tb["bound"], f"fill {tb['fill_ms'] / tb['ms']:.0%} of the time" if tb["ms"] else None, **off,
+                help="The larger of the compute bound (MACs / core MACs per cycle) and the memory bound (DRAM bytes / "
+                     "DRAM bytes per cycle); fill = the time the busier unit waited.")
+    m[2].metric("Overlap hidden", f"{tb['overlap_ms']:.3g} ms",
+                f"{tb['overlap_ms'] / tb['serial_ms']:.0%} of serial" if tb["serial_ms"] else None, **off,
+                help="Busy time of the three queues end to end, minus the simulated time: what the pipeline "
+                     "(double buffering) overlapped.")
+    m[3].metric("GEMM-core use", f"{rep.get('core_utilisation', 0):.0%}", f"{rep.get('core_ops', 0):,} core ops",
+                **off, help="MACs the operator needs / MACs the issued core operations could do.")
+    fig = viz.time_breakdown(tb, title=f"Simulated time of {OPS[v.op].title} at {L.shape_text(v.shape)}: "
+                                       "load / compute / store and their overlap")
+    chart(fig, "lab_time")
+    download(fig, f"{v.op}-fpga-time", "lab_dl_time")
+    rows = [("load (DMA, DRAM -> buffers)", tb["load_ms"]), ("compute (GEMM core)", tb["compute_ms"]),
+            ("store (DMA, accumulator -> DRAM)", tb["store_ms"]),
+            ("serial: the three one after another", tb["serial_ms"]),
+            ("overlap hidden by the pipeline", tb["overlap_ms"]), ("simulated time", tb["ms"]),
+            ("compute bound", tb["compute_bound_ms"]), ("memory bound", tb["memory_bound_ms"]),
+            ("fill (the busier unit waiting)", tb["fill_ms"])]
+    cpm = tb["clock_mhz"] * 1e3
+    c = st.columns(2)
+    c[0].dataframe(pd.DataFrame({"simulated": [r[0] for r in rows], "ms": [r[1] for r in rows],
+                                 "cycles": [round(r[1] * cpm) for r in rows]}), hide_index=True, width="stretch",
+                   column_config={"ms": st.column_config.NumberColumn(format="%.4g"),
+                                  "cycles": st.column_config.NumberColumn(format="localized")})
+    buf = rep.get("buffer_floats", {})
+    by = rep.get("bytes_per_buffer", {})
+    c[1].dataframe(pd.DataFrame([{"buffer": b, "bytes read": by.get(b, {}).get("read"),
+                                  "bytes written": by.get(b, {}).get("write"),
+                                  "floats used": buf.get(b, {}).get("used"),
+                                  "capacity (floats)": buf.get(b, {}).get("capacity")} for b in by]),
+                   hide_index=True, width="stretch",
+                   column_config={k: st.column_config.NumberColumn(format="localized")
+                                  for k in ("bytes read", "bytes written", "floats used", "capacity (floats)")})
+    ins = rep.get("instructions", {})
+    st.caption("Simulated, not measured: the lowered kernel's instructions ("
+               + ", ".join(f"{n:,} {k}" for k, n in ins.items())
+               + ") on the cycle model of kernels/fpga/pipeline.py: three in-order queues (load, compute, store), "
+                 "one DRAM port shared by loads and stores, one core operation per cycle; time = cycles / clock. "
+                 f"Result checked against float64: rel. error {rep.get('rel_err', float('nan')):.1e} "
+                 f"({'ok' if rep.get('ok') else 'FAILED'}).")
 
 
 # ---------------------------------------------------------------- the real kernel
@@ -268,19 +366,33 @@ def kernel_section(v: View) -> dict | None:
             st.dataframe(shown[first + [c for c in shown.columns if c not in first]], hide_index=True,
                          width="stretch")
         return None
+    sim = v.target == "fpga"
     if st.button("Compile & run", type="primary", key="lab_run",
-                 help="Compile this schedule, check it against the float64 reference, time it, and time the "
+                 help="Run this schedule in the accelerator simulator, check it against the float64 reference and "
+                      "take its simulated time (cycles / clock), with the baseline and naive presets too (all "
+                      "cached)." if sim else
+                      "Compile this schedule, check it against the float64 reference, time it, and time the "
                       "baseline and naive presets too (all cached)."):
-        with st.status("Compiling, verifying and timing…", expanded=True) as status:
+        with st.status("Simulating and verifying…" if sim else "Compiling, verifying and timing…",
+                       expanded=True) as status:
             try:
                 got = {}
                 for label, k, pname in (("current", v.knobs, "" if v.edited else v.preset),
                                         ("baseline", K.preset(v.op, v.target, "baseline", v.shape), "baseline"),
                                         ("naive", K.preset(v.op, v.target, "naive", v.shape), "naive")):
                     st.write(f"{label}: `{K.knobs_text(k)}`")
-                    got[label] = L.run(v.op, v.key[1], k, v.target, pname)
+                    try:
+                        if sim:             # the full-size count job runs the same simulation: wait for it, once
+                            counts_of(v, k, 600)
+                        got[label] = L.run(v.op, v.key[1], k, v.target, pname)
+                    except Exception as e:  # noqa: BLE001 - the current kernel's failure fails the run
+                        if label == "current":
+                            raise
+                        st.caption(f"{label}: {' '.join(L.sentences(e))}")
+                        got[f"{label}_why"] = " ".join(L.sentences(e))
                 runs[v.key] = got
-                status.update(label="Compiled, verified and timed", state="complete", expanded=False)
+                status.update(label="Simulated and verified" if sim else "Compiled, verified and timed",
+                              state="complete", expanded=False)
             except Exception as e:  # noqa: BLE001
                 status.update(label="The run failed", state="error")
                 for s in L.sentences(e):
@@ -289,25 +401,43 @@ def kernel_section(v: View) -> dict | None:
     if got:
         r = got["current"]
         m = st.columns(4) + st.columns(4)[:3]
+        sim_ = " (simulated)" if sim else ""
+
+        def speedup(label):
+            if label in got:
+                return f"{got[label].median_ms / r.median_ms:.2f}x"
+            return "n/a"
+
         m[0].metric("Verified", "ok" if r.ok else "FAILED", f"rel. err {r.rel_err:.1e}", delta_color="off")
-        m[1].metric("Median", f"{r.median_ms:.4g} ms", f"IQR {r.spread_ms:.2g} ms", delta_color="off")
-        m[2].metric("GFLOP/s", f"{r.gflops:,.1f}")
-        m[3].metric("GB/s", f"{r.gbps:,.1f}", help="minimum bytes (each input read once, the output written once) "
-                                                    "per second")
-        m[4].metric("vs baseline", f"{got['baseline'].median_ms / r.median_ms:.2f}x")
-        m[5].metric("vs naive", f"{got['naive'].median_ms / r.median_ms:.2f}x")
-        m[6].metric(f"vs {r.ref or 'reference'}", f"{r.vs_ref:.2f}x" if r.vs_ref else "n/a",
-                    help="reference time / kernel time: above 1 the kernel is faster")
-        st.caption(f"{r.device} · {r.versions} · compiled in {r.compile_s:.2f} s · {r.date} · "
-                   "recorded in the results store")
+        if sim:
+            m[1].metric("Simulated time", f"{r.median_ms:.4g} ms", "cycles / clock, no hardware", delta_color="off",
+                        delta_arrow="off")
+        else:
+            m[1].metric("Median", f"{r.median_ms:.4g} ms", f"IQR {r.spread_ms:.2g} ms", delta_color="off")
+        m[2].metric(f"GFLOP/s{sim_}", f"{r.gflops:,.1f}" if r.gflops >= 1 else f"{r.gflops:.3g}")
+        m[3].metric(f"GB/s{sim_}", f"{r.gbps:,.1f}" if r.gbps >= 1 else f"{r.gbps:.3g}",
+                    help="minimum bytes (each input read once, the output written once) per second")
+        for i, label in ((4, "baseline"), (5, "naive")):
+            m[i].metric(f"vs {label}", speedup(label), help=got.get(f"{label}_why"))
+        if sim:
+            peak = L.fpga_ceilings()[0][1]
+            m[6].metric("of the core's peak", f"{r.gflops / peak:.0%}",
+                        help="simulated GFLOP/s / the modelled GEMM core's peak (MACs per cycle x 2 x clock)")
+            st.caption(f"{r.device} · {r.ref} · {r.versions} · {r.date} · recorded in the results store")
+        else:
+            m[6].metric(f"vs {r.ref or 'reference'}", f"{r.vs_ref:.2f}x" if r.vs_ref else "n/a",
+                        help="reference time / kernel time: above 1 the kernel is faster")
+            st.caption(f"{r.device} · {r.versions} · compiled in {r.compile_s:.2f} s · {r.date} · "
+                       "recorded in the results store")
     return got
 
 
 # ---------------------------------------------------------------- code
 def code_section(v: View) -> None:
     st.subheader("Code")
-    asm = "cuda" if v.target == "cuda" else "llvm"
-    names = ["TensorIR", "CUDA C" if v.target == "cuda" else "LLVM assembly", "s_tir snippet", "Why each step"]
+    asm = {"cuda": "cuda", "fpga": "lowered"}.get(v.target, "llvm")
+    names = ["TensorIR", {"cuda": "CUDA C", "fpga": "Lowered TensorIR (what the simulator runs)"}.get(
+        v.target, "LLVM assembly"), "s_tir snippet", "Why each step"]
     for tab, what in zip(st.tabs(names, key="lab_code_tabs", on_change="rerun"), ("tir", asm, "snippet", "steps")):
         with tab:
             if tab.open is False:               # lazy: only the open tab compiles or prints anything
@@ -320,7 +450,11 @@ def code_section(v: View) -> None:
                     st.markdown("\n".join(f"{i}. {s}" for i, s in enumerate(lines, 1)))
                 continue
             text = L.code(*v.key, what)
-            lang = {"tir": "python", "cuda": "cpp", "llvm": "nasm"}[what]
+            lang = {"tir": "python", "cuda": "cpp", "llvm": "nasm", "lowered": "python"}[what]
+            if what == "lowered":
+                st.caption("No device code: the fpga target is simulated. This is the lowered TensorIR the "
+                           "simulator executes; each pragma_fpga_* loop nest is one accelerator instruction "
+                           "(DMA load, accumulator reset, GEMM, DMA store) in VTA's buffer scopes.")
             start = text.find('extern "C" __global__') if what == "cuda" else -1
             st.code(text[max(start, 0):], language=lang, height=420)
             if start > 0:                       # the kernel first; the header NVRTC needs on request
@@ -337,14 +471,18 @@ def roofline_section(v: View, got: dict | None) -> None:
     named = {"current": v.knobs, "naive": K.preset(v.op, v.target, "naive", v.shape)}
     if got:
         named["baseline"] = K.preset(v.op, v.target, "baseline", v.shape)
+    sim = v.target == "fpga"
     for label, k in named.items():
         try:
-            ai = counts_of(v, k, 0).intensity()["global"]
+            c = counts_of(v, k, 0)
+            ai = c.intensity()["global"]
         except Exception:       # noqa: BLE001 - reported in the counts section
             continue
-        if label != "baseline":
+        if sim and label != "baseline" and getattr(c, "timing", None):      # the simulated time, from the counts
+            pts.append(viz.Point(label, ai, c.flops / c.timing["ms"] / 1e6, "simulated"))
+        elif label != "baseline":
             pts.append(viz.Point(label, ai, viz.attainable(ai, compute, memory), "predicted"))
-        if got and label in got:
+        if got and label in got and not sim:
             pts.append(viz.Point(label, ai, got[label].gflops, "measured"))
     if v.target == "cuda":
         rec = L.recorded_runs(v.op)
@@ -361,8 +499,17 @@ def roofline_section(v: View, got: dict | None) -> None:
                                          float(row["gflops"]), "measured"))
                 except Exception:       # noqa: BLE001 - a run the simulator cannot count (yet) is left off
                     continue
-    roof = viz.roofline(pts, compute, memory, title=f"{OPS[v.op].title} on {v.target}: global-memory roofline")
+    roof = viz.roofline(pts, compute, memory,
+                        title=f"{OPS[v.op].title} on {v.target}: DRAM roofline of the modelled accelerator" if sim
+                        else f"{OPS[v.op].title} on {v.target}: global-memory roofline")
     chart(roof, "lab_roof")
+    if sim:
+        st.caption("Arithmetic intensity = FLOPs / bytes moved between DRAM and the accelerator, from the "
+                   "simulator's exact counts. The ceilings are the modelled accelerator's peaks, not measurements. "
+                   "The square points are the simulated times (cycles / clock), which the cycle model never lets "
+                   "beat either bound; a point still being simulated sits on the roof as a prediction.")
+        download(roof, f"{v.op}-{v.target}-roofline", "lab_dl_roof")
+        return
     st.caption("Arithmetic intensity = FLOPs / bytes of global loads and stores, from the exact counts. Predicted "
                "points sit on the roof; measured points appear once a kernel has been timed (the latest recorded "
                "run per preset on the GPU). The counts charge every global load to DRAM, so a kernel whose "
@@ -376,12 +523,24 @@ picked = guarded(controls)
 if picked is None:
     st.stop()
 op, target, shape, preset = picked
+off = L.unsupported(op, target)
+if off:                                     # shown disabled, with the reason (like cuda without a GPU)
+    st.warning(f"**The `{target}` target is disabled for {OPS[op].title}.** {off}", icon=":material/block:")
+    st.caption(f"Pick another target above; {target} is available for "
+               + ", ".join(o for o in OPS if not L.unsupported(o, target)) + ".")
+    st.stop()
 why_not = build.target_available(target)
 if why_not:
     st.info(f"{why_not} The simulation, the counts, the CUDA source and the runs recorded on a GPU are below.")
+if target == "fpga":
+    st.info("The fpga target is a VTA-style accelerator, simulated: the tile, the counts, the time and the result "
+            "on this page come from its behavioural simulator (kernels/fpga); every time is simulated "
+            "(cycles / clock), none is measured.", icon=":material/developer_board:")
 left, main = st.columns([1, 3], gap="large")
 with left:
     got_knobs = guarded(knob_panel, op, target, shape, preset)
+    if target == "fpga":
+        guarded(accel_card)
 if got_knobs is None:
     st.stop()
 knobs, base, problems = got_knobs
@@ -400,6 +559,8 @@ with main:
                + (f"(edited from the `{preset}` preset)" if view.edited else f"(the `{preset}` preset)"))
     drawn = guarded(tile_section, view)
     guarded(counts_section, view, drawn)
+    if target == "fpga":
+        guarded(time_section, view)
     timed = guarded(kernel_section, view)
     guarded(code_section, view)
     guarded(roofline_section, view, timed)

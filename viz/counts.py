@@ -19,9 +19,11 @@ def _fmt(n: float) -> str:
 
 
 def level_bars(panels: dict[str, dict[str, dict[str, int]]], kind: str = "reads",
-               log_y: bool | None = None, title: str = "") -> go.Figure:
+               log_y: bool | None = None, title: str = "", level_names: dict[str, str] | None = None) -> go.Figure:
     """One panel per entry (e.g. 'drawable tile', 'full size'); in each, one group of bars per count set
-    ('current', 'naive', ...) with one bar per level in that level's colour."""
+    ('current', 'naive', ...) with one bar per level in that level's colour. `level_names` relabels the levels
+    in the legend and hover (e.g. the fpga's DRAM / on-chip buffer / GEMM-core registers); colours stay."""
+    level_names = level_names or {}
     names = list(panels)
     n, gap = max(len(names), 1), 0.08
     width = (1 - gap * (n - 1)) / n
@@ -33,10 +35,11 @@ def level_bars(panels: dict[str, dict[str, dict[str, int]]], kind: str = "reads"
         log = log_y if log_y is not None else bool(values) and max(values) / max(min(values), 1) > 200
         for lvl in LEVELS:
             y = [sets[s].get(lvl, 0) for s in sets]
-            traces.append(go.Bar(x=list(sets), y=y, name=lvl, marker_color=LEVEL_COLORS[lvl], legendgroup=lvl,
+            label = level_names.get(lvl, lvl)
+            traces.append(go.Bar(x=list(sets), y=y, name=label, marker_color=LEVEL_COLORS[lvl], legendgroup=lvl,
                                  showlegend=i == 0, text=[_fmt(v) if v else "" for v in y], textposition="outside",
                                  cliponaxis=False, xaxis=f"x{ax}", yaxis=f"y{ax}",
-                                 hovertemplate=f"%{{x}}<br>{lvl} {kind}: %{{y:,}}<extra></extra>"))
+                                 hovertemplate=f"%{{x}}<br>{label} {kind}: %{{y:,}}<extra></extra>"))
         x0 = i * (width + gap)
         layout[f"xaxis{ax}"] = dict(domain=[x0, x0 + width], anchor=f"y{ax}", automargin=True)
         layout[f"yaxis{ax}"] = dict(anchor=f"x{ax}", type="log" if log else "linear", dtick=1 if log else None,
@@ -62,9 +65,11 @@ def reuse_counts(trace, level: str | None = "global") -> dict[str, Counter]:
     return out
 
 
-def reuse_heatmap(trace, level: str | None = "global", title: str = "") -> go.Figure:
+def reuse_heatmap(trace, level: str | None = "global", title: str = "",
+                  level_names: dict[str, str] | None = None) -> go.Figure:
     """How many times each input element is read (from `level`, or from any level when None): reuse at a glance.
-    Zero-padding cells around an input, when the trace reads them, are drawn too."""
+    Zero-padding cells around an input, when the trace reads them, are drawn too. `level_names` relabels the
+    level (the colour stays the level's)."""
     counts = reuse_counts(trace, level)
     panels = layout({t: trace.tensors[t] for t in trace.inputs if t in trace.tensors}, trace.records, list(trace.inputs))
     z = np.full(canvas_size(panels), np.nan)
@@ -76,7 +81,7 @@ def reuse_heatmap(trace, level: str | None = "global", title: str = "") -> go.Fi
             text[rc] = f"{p.tensor}[{', '.join(map(str, idx))}]" + ("" if p.inside(idx) else " (zero padding)")
     top = int(np.nanmax(z)) if z.size and not np.isnan(z).all() else 0
     rows, cols = z.shape
-    what = f"{level} reads" if level else "reads from any level"
+    what = f"{(level_names or {}).get(level, level)} reads" if level else "reads from any level"
     fig = go.Figure(go.Heatmap(
         z=[[None if np.isnan(v) else int(v) for v in row] for row in z], text=text, zmin=0, zmax=max(top, 1),
         colorscale=level_scale(level or "register"), xgap=1, ygap=1, hoverongaps=False,

@@ -21,7 +21,7 @@ class Point:
     name: str
     intensity: float    # FLOPs per byte moved at `level`
     gflops: float
-    kind: str = "predicted"     # predicted | measured
+    kind: str = "predicted"     # predicted | measured | simulated (a modelled device's cycle count, not a timing)
     level: str = "global"
 
 
@@ -49,7 +49,7 @@ def roofline(points: list[Point], compute: list[Ceiling], memory: list[Ceiling],
         fig.add_trace(go.Scatter(x=[start, hi], y=[c.value, c.value], mode="lines", name=c.label,
                                  line=dict(color=BARRIER, width=2, dash="solid" if i == 0 else "dot"),
                                  hovertemplate=f"{c.label}: %{{y:.4g}} GFLOP/s<extra></extra>"))
-    for kind, symbol in (("predicted", "diamond-open"), ("measured", "circle")):
+    for kind, symbol in (("predicted", "diamond-open"), ("measured", "circle"), ("simulated", "square")):
         pts = [p for p in points if p.kind == kind and p.intensity > 0 and p.gflops > 0]
         if pts:
             fig.add_trace(go.Scatter(

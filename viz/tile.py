@@ -6,6 +6,7 @@ touched earlier keep a light tint of their last level. Frames, slider and play b
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import plotly.graph_objects as go
@@ -26,6 +27,27 @@ MAX_FRAMES = 120
 
 
 @dataclass(frozen=True)
+class Words:
+    """How a figure names a trace's memory levels, phases and actors. The default (every field empty) is the
+    GPU's: global / shared / register, cooperative fill / barrier / compute, "thread t of block b". Another
+    target passes its own, e.g. the fpga's DRAM / on-chip buffer / GEMM-core registers: the level keys (and so
+    the colours) stay the same, only the words change."""
+    levels: tuple = ()                  # ((level, label), ...)
+    phase: Callable | None = None       # the records of one phase -> its name
+    actors: tuple = ()                  # ((phase name, who makes its accesses), ...)
+    subject: str = ""                   # who the whole view follows ("the accelerator"); "" = threads
+
+    def level(self, lvl: str) -> str:
+        return dict(self.levels).get(lvl, lvl)
+
+    def actor(self, phase_name: str) -> str | None:
+        return dict(self.actors).get(phase_name)
+
+
+GPU_WORDS = Words()
+
+
+@dataclass(frozen=True)
 class TileFrame:
     """One animation frame: the records it plays and the counters after it."""
     records: tuple
@@ -43,7 +65,9 @@ def view(trace, thread: int | None = None, block: int | None = None) -> list:
             if (block is None or r.block == block) and (thread is None or r.thread == thread or r.kind == "barrier")]
 
 
-def who(thread: int | None, block: int | None) -> str:
+def who(thread: int | None, block: int | None, words: Words = GPU_WORDS) -> str:
+    if words.subject and thread is None and block is None:
+        return words.subject
     if thread is None:
         return "all threads" + ("" if block is None else f" of block {block}")
     return f"thread {thread}" + (" of every block" if block is None else f" of block {block}")
@@ -87,10 +111,10 @@ def _chunks(segs: list[list], max_frames: int) -> list[list]:
 
 
 def frames(trace, thread: int | None = None, block: int | None = None,
-           max_frames: int = MAX_FRAMES) -> list[TileFrame]:
+           max_frames: int = MAX_FRAMES, words: Words = GPU_WORDS) -> list[TileFrame]:
     """The animation's frames as data (the figure draws these; tests read them)."""
     segs = _segments(view(trace, thread, block))
-    seg_names = [_phase_name(s) for s in segs]
+    seg_names = [(words.phase or _phase_name)(s) for s in segs]
     names = {id(r): n for s, n in zip(segs, seg_names) for r in s}
     counts = dict.fromkeys(LEVELS, 0)
     out, last_seg = [], None
@@ -101,7 +125,7 @@ def frames(trace, thread: int | None = None, block: int | None = None,
         name = "+".join(dict.fromkeys(names[id(r)] for r in group))
         seg = (group[0].phase, name)
         last = group[-1]
-        cap = caption(last, counts.get(last.level, 0))
+        cap = caption(last, counts.get(last.level, 0), words, names[id(last)])
         if len(group) > 1:
             cap = f"steps {group[0].step}–{last.step} ({len(group)} accesses), last: {cap}"
         label = ("sync" if name == "barrier" else f"{name} {group[0].phase}") if seg != last_seg else ""
@@ -110,8 +134,17 @@ def frames(trace, thread: int | None = None, block: int | None = None,
     return out
 
 
-def caption(r, so_far: int) -> str:
-    """The seed's sentence for a read or a barrier (records.describe); writes say where the value goes."""
+def caption(r, so_far: int, words: Words = GPU_WORDS, phase_name: str = "") -> str:
+    """The seed's sentence for a read or a barrier (records.describe); writes say where the value goes.
+    With a target's own words (levels, actors), the sentence uses those."""
+    if words.levels and r.kind in ("read", "write"):
+        actor = words.actor(phase_name) or f"thread {r.thread} of block {r.block}"
+        idx, lvl = ", ".join(map(str, r.index)), words.level(r.level)
+        if r.kind == "write":
+            return f"{actor} writes {r.tensor}[{idx}] into the {lvl}" if r.level != "global" else \
+                f"{actor} writes {r.tensor}[{idx}] to {lvl}"
+        return f"{actor} reads {r.tensor}[{idx}] from {'the ' if r.level != 'global' else ''}{lvl}; " \
+               f"{lvl} reads so far: {so_far}"
     if r.kind != "write":
         return describe(r, so_far)
     into = {"global": "to global memory", "shared": "into shared memory", "register": "into its registers"}[r.level]
@@ -142,8 +175,8 @@ def owner_at(trace, row: int, col: int) -> tuple[int, int] | None:
     return None
 
 
-def counter_text(counts: dict) -> str:
-    return " · ".join(f"{lvl} {counts.get(lvl, 0):,}" for lvl in LEVELS)
+def counter_text(counts: dict, words: Words = GPU_WORDS) -> str:
+    return " · ".join(f"{words.level(lvl)} {counts.get(lvl, 0):,}" for lvl in LEVELS)
 
 
 def _base(panels: list[Panel], owned: set) -> np.ndarray:
@@ -172,9 +205,10 @@ def _colorscale() -> list:
 
 
 def tile_animation(trace, thread: int | None = None, block: int | None = None,
-                   max_frames: int = MAX_FRAMES, title: str = "") -> go.Figure:
-    """Operands and output of the drawable tile, animated step by step for one thread or all threads."""
-    fr = frames(trace, thread, block, max_frames)
+                   max_frames: int = MAX_FRAMES, title: str = "", words: Words = GPU_WORDS) -> go.Figure:
+    """Operands and output of the drawable tile, animated step by step for one thread or all threads.
+    `words` names the levels, phases and actors (legend, counters, captions); the colours stay per level."""
+    fr = frames(trace, thread, block, max_frames, words)
     panels = layout({t: trace.tensors[t] for t in drawn(trace)}, trace.records)
     where = {p.tensor: p for p in panels}
     owned = set()
@@ -183,7 +217,7 @@ def tile_animation(trace, thread: int | None = None, block: int | None = None,
                  if r.kind == "write" and r.tensor == trace.output}
     base = _base(panels, owned)
     rows, cols = base.shape
-    name = who(thread, block)
+    name = who(thread, block, words)
 
     def at(r):
         """Canvas cell of a record, or None (a barrier, or an index the tensor's shape does not name)."""
@@ -200,8 +234,8 @@ def tile_animation(trace, thread: int | None = None, block: int | None = None,
                 z[rc] = NOW[r.level]
                 state[rc] = PAST[r.level]
         zs.append(z)
-    titles = [f"<b>{name}</b> · before the first step<br>{counter_text(dict.fromkeys(LEVELS, 0))}"]
-    titles += [f"<b>{name}</b> · {f.name} · {counter_text(f.counts)}<br>"
+    titles = [f"<b>{name}</b> · before the first step<br>{counter_text(dict.fromkeys(LEVELS, 0), words)}"]
+    titles += [f"<b>{name}</b> · {f.name} · {counter_text(f.counts, words)}<br>"
                f"<span style='font-size:12px'>{f.caption}</span>" for f in fr]
 
     heat = dict(type="heatmap", z=zs[0], zmin=-0.5, zmax=len(CODE_COLORS) - 0.5, colorscale=_colorscale(),
@@ -209,7 +243,9 @@ def tile_animation(trace, thread: int | None = None, block: int | None = None,
                 hovertemplate="%{text}<extra></extra>")
     legend = [dict(type="scatter", x=[None], y=[None], mode="markers", name=name, showlegend=True,
                    marker=dict(symbol="square", size=12, color=color))
-              for name, color in [*((lvl, LEVEL_COLORS[lvl]) for lvl in LEVELS), ("barrier", BARRIER),
+              for name, color in [*((words.level(lvl), LEVEL_COLORS[lvl]) for lvl in LEVELS),
+                                  *([("barrier", BARRIER)] if words.phase is None or any(
+                                      r.kind == "barrier" for r in trace.records) else []),
                                   ("untouched", NEUTRAL), ("outputs of this view", OWNED)]
               if name != "outputs of this view" or owned]
     # Invisible markers on the output cells: a heat map cannot be clicked to select, a scatter point can,

@@ -51,6 +51,13 @@ def lab_params(ss) -> dict[str, str] | None:
     """The Lab's current view as query parameters, from its session state; None before it has drawn a view."""
     op, target = ss.get("lab_op"), ss.get("lab_target", L.TARGETS[0])
     size, preset, src = ss.get("lab_size", "speed test"), ss.get("lab_preset", "seed"), ss.get("lab_src")
+    if op in OPS and target in L.TARGETS and L.unsupported(op, target):     # the target shown disabled
+        out = {"op": op, "target": target, "preset": preset}
+        if size == "custom" and ss.get(f"lab_custom_{op}"):
+            out["shape"] = ss.get(f"lab_custom_{op}")
+        else:
+            out["size"] = size if size in OPS[op].sizes else "speed test"
+        return out
     if op not in OPS or not src or tuple(src[:2]) != (op, target) or src[3] != preset:
         return None
     shape = dict(src[2])
@@ -91,6 +98,9 @@ def apply_lab_params(params: dict[str, str], ss) -> list[str]:
             ss[f"lab_custom_{op}"] = L.shape_text(shape)
         except K.KnobError as e:
             bad += e.problems
+    if L.unsupported(op, target):           # the Lab shows the target disabled, with its reason
+        ss.update({"lab_op": op, "lab_target": target, "lab_size": size, "lab_preset": preset})
+        return bad + ([f"The link's knobs are not used: {L.unsupported(op, target)}"] if params.get("knobs") else [])
     base = K.preset(op, target, preset, shape)
     knobs = base
     if params.get("knobs"):

@@ -13,7 +13,7 @@ import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 import pandas as pd
@@ -21,8 +21,10 @@ import streamlit as st
 
 import viz
 
-from kernels import build, results
+from kernels import build, fpga, results
 from kernels import knobs as K
+from kernels.ops import OPS
+from kernels.records import Counts
 
 try:                                 # the simulator; the Lab still compiles and runs kernels without it
     from kernels import traffic
@@ -31,7 +33,7 @@ except Exception as e:              # noqa: BLE001 - any import failure becomes 
     traffic = None
     TRAFFIC_MISSING = f"The simulator (kernels/traffic.py) could not be imported: {type(e).__name__}: {e}"
 
-TARGETS = ("cpu", "cuda")
+TARGETS = ("cpu", "cuda", "fpga")
 SIZES = ("speed test", "large", "custom")
 DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data")
 H200_DATASHEET = {"compute": ("H200 SXM FP32 67 TFLOP/s (datasheet)", 67_000.0),
@@ -46,6 +48,54 @@ def sentences(exc: BaseException) -> list[str]:
         return [str(exc)]
     msg = str(exc).strip().splitlines()
     return [f"{type(exc).__name__}: {msg[-1] if msg else ''}".rstrip(": ")]
+
+
+# ---------------------------------------------------------------- the fpga target's words
+# The fpga trace and counts use the levels global / shared / register (so the colours carry over); on this
+# target they are DRAM, the on-chip input/weight buffers and the GEMM core's accumulator registers.
+FPGA_NAMES = dict(fpga.LEVEL_NAMES)
+
+
+def fpga_phase(recs) -> str:
+    """One accelerator instruction's name, from what its accesses did (a trace phase is one instruction)."""
+    done = {(r.kind, r.level) for r in recs}
+    if ("write", "shared") in done:
+        return "DMA load"
+    if ("write", "global") in done:
+        return "DMA store"
+    if ("read", "shared") in done:
+        return "GEMM"
+    return "reset"
+
+
+FPGA_WORDS = viz.Words(levels=tuple(FPGA_NAMES.items()), phase=fpga_phase, subject="the accelerator",
+                       actors=(("DMA load", "the load DMA"), ("DMA store", "the store DMA"),
+                               ("GEMM", "the GEMM core"), ("reset", "the GEMM core")))
+
+
+def level_name(target: str, level: str) -> str:
+    """A level as the target calls it (fpga: DRAM / on-chip buffer / GEMM-core registers)."""
+    return FPGA_NAMES.get(level, level) if target == "fpga" else level
+
+
+def level_names(target: str) -> dict[str, str] | None:
+    return FPGA_NAMES if target == "fpga" else None
+
+
+def words(target: str):
+    return FPGA_WORDS if target == "fpga" else viz.tile.GPU_WORDS
+
+
+def unsupported(op: str, target: str) -> str | None:
+    """One sentence when the target has no schedule for the operator (the Lab shows it disabled), else None."""
+    if (op, target) in K.KNOBS:
+        return None
+    if target == "fpga":
+        names = " and ".join(o for o in OPS if (o, "fpga") in K.KNOBS)
+        why = "a depthwise convolution" if op == "dwconv2d" else "its depthwise stage"
+        return (f"The fpga target maps only {names} onto its 16 x 16 GEMM core; {OPS[op].title} has no mapping, "
+                f"since {why} has no channel reduction to fill the core's 16 input lanes.")
+    return f"The {target} target has no schedule for {OPS[op].title}."
 
 
 def shape_text(shape: dict) -> str:
@@ -64,15 +114,19 @@ def axis_of(knobs, name: str, shape: dict) -> int | None:
     return None
 
 
-def int_options(extent: int, value: int) -> list[int]:
-    """Powers of two and divisors of the axis (the values that tile it evenly), plus the current value."""
-    vals = {1 << i for i in range(31) if 1 << i <= extent} | {extent, value}
+def int_options(extent: int, value: int, step: int = 1) -> list[int]:
+    """Powers of two and divisors of the axis (the values that tile it evenly), plus the current value. With
+    a step above 1 (the fpga's tiles: multiples of the GEMM core's 16), only its multiples, up to the axis
+    rounded up to the step (the value is kept even when it is not one, so its sentence can say why)."""
+    vals = {1 << i for i in range(31) if 1 << i <= extent} | {extent}
     i = 1
     while i * i <= extent:
         if extent % i == 0:
             vals |= {i, extent // i}
         i += 1
-    return sorted(vals)
+    if step > 1:
+        vals = {v for v in vals if v % step == 0} | {-(-extent // step) * step}
+    return sorted(vals | {value})
 
 
 def variants(op: str, target: str, knobs, shape: dict) -> dict[str, object]:
@@ -93,18 +147,38 @@ def variants(op: str, target: str, knobs, shape: dict) -> dict[str, object]:
 # object itself, where cache_data would unpickle a 10,000-record trace on every rerun (~60 ms each).
 def tile_trace(op: str, knobs, target: str):
     """(tiny shape, tiny knobs, Trace) of the drawable tile for these knobs. Keyed by the tiny knobs, so
-    knob moves that do not change the drawable tile (a k-split of 16 or 32 both shrink to 1) cost nothing."""
-    s, k = traffic.tiny(op, knobs, target)
+    knob moves that do not change the drawable tile (a k-split of 16 or 32 both shrink to 1) cost nothing.
+    On fpga the accelerator's simulator draws it (fpga.tiny / fpga.trace: one phase per instruction)."""
+    s, k = fpga.tiny(op, knobs) if target == "fpga" else traffic.tiny(op, knobs, target)
     return s, k, _trace(op, tuple(s.items()), k, target)
 
 
 @st.cache_resource(max_entries=512, show_spinner=False)
 def _trace(op: str, shape_items: tuple, tiny_knobs, target: str):
+    if target == "fpga":
+        return fpga.trace(op, dict(shape_items), tiny_knobs)
     return traffic.trace(op, dict(shape_items), tiny_knobs, target)
 
 
 class Pending(Exception):
     """Full-size counts still being computed in the background."""
+
+
+@dataclass(frozen=True)
+class FpgaCounts(Counts):
+    """The fpga simulator's per-level counts (fpga.levels) with what the same simulated run says about time
+    (fpga.time_breakdown) and the report itself (fpga.simulate(...).as_dict()): one simulation gives all three."""
+    timing: dict = field(default_factory=dict)
+    report: dict = field(default_factory=dict)
+
+
+def count(op: str, shape: dict, knobs, target: str):
+    """Full-size counts: the simulator's (traffic.counts), or on fpga the accelerator simulator's."""
+    if target == "fpga":
+        c = fpga.levels(op, shape, knobs)
+        timing, report = fpga.time_breakdown(op, shape, knobs), fpga.simulate(op, shape, knobs).as_dict()
+        return FpgaCounts(**{f.name: getattr(c, f.name) for f in fields(c)}, timing=timing, report=report)
+    return traffic.counts(op, shape, knobs, target)
 
 
 # Full-size counts usually take milliseconds, but some large shapes take minutes; they run on one
@@ -121,7 +195,7 @@ def _worker() -> None:
         job, args = _QUEUE.get()
         if job.set_running_or_notify_cancel():
             try:
-                job.set_result(traffic.counts(*args))
+                job.set_result(count(*args))
             except BaseException as e:      # noqa: BLE001 - handed to whoever asks for the result
                 job.set_exception(e)
 
@@ -160,7 +234,8 @@ def tile_figure(op: str, knobs, target: str, block: int | None, thread: int | No
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _figure(op: str, shape_items: tuple, tiny_knobs, target: str, block: int | None, thread: int | None):
-    return viz.tile_animation(_trace(op, shape_items, tiny_knobs, target), thread=thread, block=block)
+    return viz.tile_animation(_trace(op, shape_items, tiny_knobs, target), thread=thread, block=block,
+                              words=words(target))
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -215,13 +290,27 @@ def cpu_ceilings() -> tuple[tuple[str, float], tuple[str, float]]:
 
 def ceilings(target: str) -> tuple[tuple[str, float], tuple[str, float]]:
     """(compute, bandwidth) ceilings as (label, value): measured here on the CPU; on CUDA the H200's
-    measured ones when data/ holds them (bench/ceilings.py), else the datasheet's."""
+    measured ones when data/ holds them (bench/ceilings.py), else the datasheet's; on fpga the modelled
+    accelerator's peaks (its description, not a measurement)."""
     if target == "cpu":
         return cpu_ceilings()
+    if target == "fpga":
+        return fpga_ceilings()
     got = gpu_ceilings()
     if got:
         return got
     return H200_DATASHEET["compute"], H200_DATASHEET["memory"]
+
+
+def fpga_ceilings(accel=None) -> tuple[tuple[str, float], tuple[str, float]]:
+    """The modelled accelerator's peaks: GEMM-core MACs per cycle x 2 x clock, DRAM bytes per cycle x clock."""
+    a = accel or fpga.DEFAULT
+    gf = 2 * a.macs_per_cycle * a.clock_mhz / 1e3
+    gb = a.dram_bytes_per_cycle * a.clock_mhz / 1e3
+    return ((f"{gf:g} GFLOP/s GEMM core ({a.macs_per_cycle} MACs/cycle at {a.clock_mhz:g} MHz; the modelled "
+             "accelerator's peak, not measured)", gf),
+            (f"{gb:g} GB/s DRAM ({a.dram_bytes_per_cycle} B/cycle at {a.clock_mhz:g} MHz; modelled, not measured)",
+             gb))
 
 
 @st.cache_data(ttl=60, show_spinner=False)

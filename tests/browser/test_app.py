@@ -88,3 +88,13 @@ def test_a_walkthrough_link_reproduces_the_step(server, page, browser):
         assert not embed.locator('[data-testid="stSidebar"]').is_visible()
     finally:
         embed.close()
+
+
+def test_the_fpga_target_draws_the_accelerator_levels_and_its_simulated_time(server, page):
+    visit(page, server + "/?op=conv1d&target=fpga")
+    assert "on-chip buffer" in _text(page, "stMarkdownContainer", "Current kernel")
+    tile = page.locator(".js-plotly-plot").first
+    assert tile.locator("text", has_text="GEMM-core registers").count() >= 1      # the legend, relabelled
+    page.locator("h3", has_text="Simulated time").first.wait_for()
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text().endswith("ms")
+    assert "target=fpga" in page.url
