@@ -81,16 +81,7 @@ def _split_reduction(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     _, ct = sch.split(it, [None, threads])
     sch.bind(ct, "threadIdx.x")
     sch.decompose_reduction(blk, sch.get_loops(blk)[-1])
-    rl = sch.get_loops(rf)[1:]
-    n_red = len([iv for iv in sch.get(rf).iter_vars if iv.iter_type == 2 and int(iv.dom.extent) > 1])
-    sp = rl[:len(rl) - n_red]           # compute_at drops unit loops: count the reduction loops from the end
-    f = sch.fuse(*sp) if len(sp) > 1 else sp[0]
-    _, t = sch.split(f, [None, threads])
-    sch.bind(t, "threadIdx.x")
-    acc = sch.cache_write(rf, 0, "local")
-    sch.reverse_compute_at(acc, t)
-    steps(f"{tile} outputs per block, {threads} threads: each accumulates its partial sum in a register and "
-          "stores it to shared memory once.")
+    _cooperative(sch, rf, 1, threads, 1, steps, f"the {tile} x {r} partial sums C_rf")
     steps(f"after a barrier, one thread per output adds the {r} partial sums from shared memory.")
     if plan.unroll:
         sch.annotate(bo, "pragma_auto_unroll_max_step", plan.unroll)
