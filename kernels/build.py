@@ -241,13 +241,22 @@ def _time_host(fn, repeat: int, sync=lambda: None) -> list[float]:
     return out
 
 
+# After a parallel call, the library's worker threads spin for a while before they sleep (OpenBLAS's and
+# TVM's alike). On a 2-core machine the spinning threads of one side took the second core from the other:
+# GEMM best timed 11.9 ms right after numpy and 6.1 ms after a pause. Each side waits this long first.
+SETTLE_S = 0.2
+
+
 def _time_interleaved(mod, dev, args, ref, repeat: int) -> tuple[list[float], list[float] | None]:
     """Kernel repeats (time_evaluator) and reference repeats (>= 10 ms of back-to-back calls each) alternate,
-    so load from other processes on the machine, which comes and goes, weighs on both sides of the ratio."""
+    so load from other processes on the machine, which comes and goes, weighs on both sides of the ratio;
+    on the CPU each side starts after the other's worker threads have gone idle (SETTLE_S)."""
     f = mod.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=10)
     f(*args)                                       # warm-up
     if ref is None:
         return [t * 1e3 for _ in range(repeat) for t in f(*args).results], None
+    settle = (lambda: time.sleep(SETTLE_S)) if dev.dlpack_device_type() == tvm.cpu(0).dlpack_device_type() \
+        else (lambda: None)
     _, fn, sync = ref
     fn(); sync()
     t0 = time.perf_counter()
@@ -255,7 +264,9 @@ def _time_interleaved(mod, dev, args, ref, repeat: int) -> tuple[list[float], li
     n = max(1, int(0.01 / max(time.perf_counter() - t0, 1e-7)))
     times, ref_times = [], []
     for _ in range(repeat):
+        settle()
         times += [t * 1e3 for t in f(*args).results]
+        settle()
         sync()
         t0 = time.perf_counter()
         for _ in range(n):
