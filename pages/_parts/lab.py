@@ -26,6 +26,8 @@ from kernels import knobs as K
 from kernels.ops import OPS
 from kernels.records import Counts
 
+from .recorded import bench_tables
+
 try:                                 # the simulator; the Lab still compiles and runs kernels without it
     from kernels import traffic
     TRAFFIC_MISSING = None
@@ -332,13 +334,7 @@ def recorded_runs(op: str) -> pd.DataFrame:
     """GPU runs shipped under data/ (bench/h200.py table.json files, or CSVs with op and median_ms
     columns), one row per (device, date, shape, preset), for `op`."""
     rows = []
-    for path in sorted(glob.glob(os.path.join(DATA_DIR, "**", "*.json"), recursive=True)):
-        try:
-            doc = json.load(open(path))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
-            continue
+    for path, doc in bench_tables(DATA_DIR):
         for row in doc["rows"]:
             ref = row.get("reference") or {}
             for name, r in (row.get("runs") or {}).items():

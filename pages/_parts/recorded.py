@@ -37,16 +37,21 @@ def _timing(doc: dict, ref_name: str) -> str:
     return NO_GRAPH if ref_name else ""
 
 
-def bench_runs(folder: Path | None = None) -> pd.DataFrame:
-    """Every run of every benchmark table (bench/h200.py `table` format) under data/: one row per run."""
-    rows = []
-    for path in sorted(glob.glob(str((folder or data_dir()) / "**" / "*.json"), recursive=True)):
+def bench_tables(folder: Path | str | None = None):
+    """(path, document) for every benchmark table (bench/h200.py `table` format) under data/."""
+    for path in sorted(glob.glob(str(Path(folder or data_dir()) / "**" / "*.json"), recursive=True)):
         try:
             doc = json.load(open(path))
         except (OSError, ValueError):
             continue
-        if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
-            continue
+        if isinstance(doc, dict) and isinstance(doc.get("rows"), list):
+            yield path, doc
+
+
+def bench_runs(folder: Path | None = None) -> pd.DataFrame:
+    """Every run of every benchmark table (bench/h200.py `table` format) under data/: one row per run."""
+    rows = []
+    for path, doc in bench_tables(folder):
         device, date = doc.get("device", "?"), str(doc.get("date", "?"))
         for row in doc["rows"]:
             ref = row.get("reference") or {}
@@ -243,17 +248,12 @@ def level_sentence(table: pd.DataFrame) -> str:
 def provenance(folder: Path | None = None) -> pd.DataFrame:
     """Where each recorded table came from: file, device, date, command, versions, how references were timed."""
     rows = []
-    for path in sorted(glob.glob(str((folder or data_dir()) / "**" / "*.json"), recursive=True)):
-        try:
-            doc = json.load(open(path))
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict) and isinstance(doc.get("rows"), list):
-            refs = {(r.get("reference") or {}).get("name", "") for r in doc["rows"]}
-            graph = any("CUDA graph" in r for r in refs)
-            rows.append({"file": os.path.relpath(path, ROOT), "device": doc.get("device"), "date": doc.get("date"),
-                         "rows": len(doc["rows"]), "command": doc.get("command", ""),
-                         "versions": doc.get("versions", ""),
-                         "references": doc.get("reference_timing", "CUDA graph replay") if graph else NO_GRAPH,
-                         "note": doc.get("note", "")})
+    for path, doc in bench_tables(folder):
+        refs = {(r.get("reference") or {}).get("name", "") for r in doc["rows"]}
+        graph = any("CUDA graph" in r for r in refs)
+        rows.append({"file": os.path.relpath(path, ROOT), "device": doc.get("device"), "date": doc.get("date"),
+                     "rows": len(doc["rows"]), "command": doc.get("command", ""),
+                     "versions": doc.get("versions", ""),
+                     "references": doc.get("reference_timing", "CUDA graph replay") if graph else NO_GRAPH,
+                     "note": doc.get("note", "")})
     return pd.DataFrame(rows)
