@@ -15,7 +15,7 @@ import tvm
 
 from . import lowering
 from .knobs import knobs_text
-from .ops import OPS, Shape
+from .ops import OPS, Shape, rel_error
 from .schedules import create
 
 TOLERANCE = 1e-4
@@ -163,12 +163,7 @@ def verify(op: str, shape: Shape, knobs, target: str, rng=None) -> tuple[float, 
     args = [tvm.runtime.tensor(x, dev) for x in xs]
     out = tvm.runtime.tensor(np.full(o.output_shape(shape), np.nan, "float32"), dev)
     mod["main"](*args, out)
-    got = out.numpy().astype("float64")
-    ref = _reference_float64(op, target, xs)
-    rel = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
-    if not np.isfinite(got).all():
-        rel = float("inf")
-    return rel, args + [out], xs
+    return rel_error(out.numpy(), _reference_float64(op, target, xs)), args + [out], xs
 
 
 def _reference_float64(op: str, target: str, xs: list[np.ndarray]) -> np.ndarray:
@@ -209,9 +204,7 @@ def time_module(op: str, shape: Shape, mod, target: str, repeat: int = 5) -> tup
     args = [tvm.runtime.tensor(x, dev) for x in xs]
     out = tvm.runtime.tensor(np.full(o.output_shape(shape), np.nan, "float32"), dev)
     mod["main"](*args, out)
-    ref = _reference_float64(op, target, xs)
-    got = out.numpy().astype("float64")
-    rel = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)) if np.isfinite(got).all() else float("inf")
+    rel = rel_error(out.numpy(), _reference_float64(op, target, xs))
     times = _time_tvm(mod, dev, args + [out], repeat)
     q1, q3 = np.percentile(times, [25, 75])
     return float(np.median(times)), float(q3 - q1), rel
@@ -223,22 +216,28 @@ def _time_tvm(mod, dev, args, repeat: int) -> list[float]:
     return [t * 1e3 for t in f(*args).results]
 
 
-def _time_host(fn, repeat: int, sync=lambda: None) -> list[float]:
-    """Median-ready repeats of `fn`; each repeat runs it back to back for at least 10 ms and synchronizes
-    once at the end, as time_evaluator does, so launch queues stay full on the GPU too."""
+def _calls_per_repeat(fn, sync) -> int:
+    """Warm up `fn`, then how many back-to-back calls fill at least 10 ms (as time_evaluator's repeats do)."""
     fn(); sync()
     t0 = time.perf_counter()
     fn(); sync()
-    n = max(1, int(0.01 / max(time.perf_counter() - t0, 1e-7)))
-    out = []
-    for _ in range(repeat):
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        sync()
-        out.append((time.perf_counter() - t0) / n * 1e3)
-    return out
+    return max(1, int(0.01 / max(time.perf_counter() - t0, 1e-7)))
+
+
+def _one_repeat(fn, n: int, sync) -> float:
+    """ms per call over n back-to-back calls, synchronized once at the end so launch queues stay full."""
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    sync()
+    return (time.perf_counter() - t0) / n * 1e3
+
+
+def _time_host(fn, repeat: int, sync=lambda: None) -> list[float]:
+    """Median-ready repeats of `fn`, each at least 10 ms of back-to-back calls."""
+    n = _calls_per_repeat(fn, sync)
+    return [_one_repeat(fn, n, sync) for _ in range(repeat)]
 
 
 # After a parallel call, the library's worker threads spin for a while before they sleep (OpenBLAS's and
@@ -258,21 +257,13 @@ def _time_interleaved(mod, dev, args, ref, repeat: int) -> tuple[list[float], li
     settle = (lambda: time.sleep(SETTLE_S)) if dev.dlpack_device_type() == tvm.cpu(0).dlpack_device_type() \
         else (lambda: None)
     _, fn, sync = ref
-    fn(); sync()
-    t0 = time.perf_counter()
-    fn(); sync()
-    n = max(1, int(0.01 / max(time.perf_counter() - t0, 1e-7)))
+    n = _calls_per_repeat(fn, sync)
     times, ref_times = [], []
     for _ in range(repeat):
         settle()
         times += [t * 1e3 for t in f(*args).results]
         settle()
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        sync()
-        ref_times.append((time.perf_counter() - t0) / n * 1e3)
+        ref_times.append(_one_repeat(fn, n, sync))
     return times, ref_times
 
 

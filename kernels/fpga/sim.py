@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _interp, lowering
 from ..knobs import KnobError, fit, knobs_text, validate
-from ..ops import OPS, Shape
+from ..ops import OPS, Shape, rel_error
 from ..records import Access, Counts, Trace
 from ..schedules import create
 from ._nest import Nest
@@ -286,8 +286,7 @@ class _Spans:
 def _simulate(op: str, shape_items: tuple, knobs, accel: Accel, seed: int) -> Report:
     shape = dict(shape_items)
     xs, out, done_log, prog = execute(op, shape, knobs, seed)
-    ref = OPS[op].reference(*xs)
-    rel = float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30)) if np.isfinite(out).all() else float("inf")
+    rel = rel_error(out, OPS[op].reference(*xs))
     instrs = _instrs(done_log, prog)
     ops = _ops(instrs, prog, accel)
     macs = OPS[op].flops(shape) // 2
@@ -426,8 +425,7 @@ def verify(op: str, shape: Shape, knobs, rng=None):
     """build.verify's contract for the fpga target: (rel. error, arrays, inputs), on fresh random inputs."""
     seed = int((rng or np.random.default_rng()).integers(1 << 31))
     xs, out, _, _ = execute(op, shape, knobs, seed)
-    ref = OPS[op].reference(*xs)
-    rel = float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30)) if np.isfinite(out).all() else float("inf")
+    rel = rel_error(out, OPS[op].reference(*xs))
     return rel, list(xs) + [out.astype(np.float32)], xs
 
 

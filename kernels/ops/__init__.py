@@ -1,5 +1,5 @@
 """The operators: each one's TE definition, float64 reference, FLOPs and minimum bytes."""
-from ._base import Operator, Shape
+from ._base import Operator, Shape, rel_error
 from .conv1d import CONV1D
 from .dwconv2d import DWCONV2D
 from .dwsep_conv2d import DWSEP_CONV2D
@@ -7,4 +7,4 @@ from .gemm import GEMM
 
 OPS: dict[str, Operator] = {op.name: op for op in (GEMM, CONV1D, DWCONV2D, DWSEP_CONV2D)}
 
-__all__ = ["OPS", "Operator", "Shape"]
+__all__ = ["OPS", "Operator", "Shape", "rel_error"]

@@ -9,6 +9,14 @@ import numpy as np
 Shape = dict[str, int]
 
 
+def rel_error(got, ref) -> float:
+    """||got - ref|| / ||ref||, and infinity when got holds a NaN or an infinity (an unwritten output)."""
+    got = np.asarray(got, dtype="float64")
+    if not np.isfinite(got).all():
+        return float("inf")
+    return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
 @dataclass(frozen=True)
 class Operator:
     name: str

@@ -19,7 +19,7 @@ def padded(X, s: Shape, name: str = "X_pad"):
 
 
 def depthwise(X_pad, Wt, s: Shape, name: str):
-    from tvm import te, tirx  # imported on use: the app's controls render before TVM loads
+    from tvm import te  # imported on use: the app's controls render before TVM loads
     K = s["K"]
     ry = te.reduce_axis((0, K), name="ry")
     rx = te.reduce_axis((0, K), name="rx")
@@ -31,7 +31,7 @@ def depthwise(X_pad, Wt, s: Shape, name: str):
 
 
 def define(s: Shape):
-    from tvm import te, tirx  # imported on use: the app's controls render before TVM loads
+    from tvm import te  # imported on use: the app's controls render before TVM loads
     X = te.placeholder((s["B"], s["C"], s["H"], s["W"]), name="X")
     Wt = te.placeholder((s["C"], 1, s["K"], s["K"]), name="W")
     return [X, Wt, depthwise(padded(X, s), Wt, s, "C")]

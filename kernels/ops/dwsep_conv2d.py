@@ -1,7 +1,6 @@
 """Depthwise-separable 2D convolution: the depthwise stage D, then a 1x1 pointwise conv to F channels."""
 from __future__ import annotations
 
-import numpy as np
 
 from ._base import Operator, Shape
 from .dwconv2d import depthwise, odd_kernel, padded

@@ -1,7 +1,6 @@
 """GEMM: C[i, j] = sum_k A[i, k] * B[k, j]."""
 from __future__ import annotations
 
-import numpy as np
 
 from ._base import Operator, Shape
 
