@@ -14,7 +14,7 @@ involve the thread index reduced to a histogram of residues mod 8 floats (one se
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -57,9 +57,7 @@ class Site:
     loops: list                     # [(var, extent, is_thread, unroll cost)] outermost first
     conds: list                     # [(conjunct, kind 'if' | 'ite', loops enclosing it, id of its if)]
     threads: int
-    unrolled: int = 0               # how many innermost loops nvcc unrolls around this site
     accumulate: bool = False        # store whose value reads the same element (X[i] = X[i] + ...)
-    stores_in_body: set = field(default_factory=set)
     into: str = "global"                # scope of the store the access belongs to (a load's destination)
 
 
@@ -249,10 +247,6 @@ class _Space:
 
 def _ramp(base, stride, lanes):
     return base     # the counter handles lanes itself
-
-
-def _vkey(v) -> str:
-    return f"{v.name}@{id(v) if False else v.__hash__()}"
 
 
 def _count_site(site: Site, space: _Space, drop: set[int], sectors: bool, conds: list | None = None):
@@ -586,7 +580,6 @@ def _enumerate_compressed(loops, members, mconds, mterms, tx, site, space, secto
         wr = wrow.reshape(-1)
         keep = mm.any(axis=1)
         a, mm, wr = a[keep], mm[keep], wr[keep]
-        top = np.iinfo(np.int64).max
         for r, distinct in enumerate(_distinct_sectors(a, mm)):
             out["sectors"][r] += int((distinct * wr).sum())
     return out

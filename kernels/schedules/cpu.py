@@ -17,7 +17,7 @@ from __future__ import annotations
 from math import prod
 
 from tvm.s_tir import Schedule
-from tvm.tirx import ForKind, IntImm
+from tvm.tirx import IntImm
 
 from ..knobs import Plan
 from ._common import Steps, is_pad, producer, read_index
