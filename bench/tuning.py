@@ -48,6 +48,26 @@ CANDIDATES: dict[str, dict[str, str]] = {
                                 "cache_b=shared+local,vector=4,unroll=512,pipeline=true",
         "t128p8k8u-pipe": "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=8,cache_a=shared+local,"
                           "cache_b=shared+local,vector=4,unroll=512,pipeline=true",
+        # pass 4: the k loop fully unrolled (unroll=4096: nvcc then merges each row's A reads along k into
+        # 128-bit shared loads), cp.async fills over 2 or 3 shared buffers (no thread waits for the next
+        # tile before computing on this one), and 8x8 / 8x4 patches (64 or 32 multiply-adds per 4 or 3
+        # shared loads)
+        "g128k8a": "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=8,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g128k8a3": "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=8,pipeline=true,async_copy=true,stages=3,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g128k16a": "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g128k16a3": "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,stages=3,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g128k16p": "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=16,pipeline=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g128k8u": "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=8,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g128x64k16a": "tile_m=128,tile_n=64,patch_m=8,patch_n=4,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g128x64k16a3": "tile_m=128,tile_n=64,patch_m=8,patch_n=4,k_split=16,pipeline=true,async_copy=true,stages=3,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64x128k16a": "tile_m=64,tile_n=128,patch_m=4,patch_n=8,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64k16a": "tile_m=64,tile_n=64,patch_m=4,patch_n=4,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64k16a3": "tile_m=64,tile_n=64,patch_m=4,patch_n=4,k_split=16,pipeline=true,async_copy=true,stages=3,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64k32a": "tile_m=64,tile_n=64,patch_m=4,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64p8x4k16a": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64p8x4k16a3": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=16,pipeline=true,async_copy=true,stages=3,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64p8k16a": "tile_m=64,tile_n=64,patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64x32k16a": "tile_m=64,tile_n=32,patch_m=4,patch_n=4,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
     },
     "conv1d": {
         "seed-local": "tile=256,patch=4,k_split=32,cache_a=local,cache_w=local",
@@ -62,6 +82,18 @@ CANDIDATES: dict[str, dict[str, str]] = {
         "kt32t4": "tile=4,patch=1,k_threads=32,cache_a=global,cache_w=global,cache_c=global",
         "kt16t16": "tile=16,patch=1,k_threads=16,cache_a=global,cache_w=global,cache_c=global",
         "kt32t8u": "tile=8,patch=1,k_threads=32,cache_a=global,cache_w=global,cache_c=global,unroll=512",
+        # pass 4, long signals: wider register windows (a 16-output patch does 1024 multiply-adds per 79 signal
+        # and 64 tap loads, against 256 per 67 + 64 for 4 outputs), taps from shared memory (one broadcast
+        # 128-bit load per 4 taps), full unrolling
+        "c512p4k64u": "tile=512,patch=4,k_split=64,cache_a=local,cache_w=local,unroll=4096",
+        "c1024p8k64": "tile=1024,patch=8,k_split=64,cache_a=local,cache_w=local,unroll=4096",
+        "c1024p8k64ws": "tile=1024,patch=8,k_split=64,cache_w=shared,cache_a=local,unroll=4096",
+        "c2048p16k64": "tile=2048,patch=16,k_split=64,cache_a=local,cache_w=local,unroll=4096",
+        "c2048p16k64ws": "tile=2048,patch=16,k_split=64,cache_w=shared,cache_a=local,unroll=4096",
+        "c2048p16k32": "tile=2048,patch=16,k_split=32,cache_a=local,cache_w=local,unroll=4096",
+        "c4096p16k64": "tile=4096,patch=16,k_split=64,cache_a=local,cache_w=local,unroll=4096",
+        "c1024p16k64": "tile=1024,patch=16,k_split=64,cache_a=local,cache_w=local,unroll=4096",
+        "c2048p8k64": "tile=2048,patch=8,k_split=64,cache_a=local,cache_w=local,unroll=4096",
     },
     "dwconv2d": {
         # pass 1's winner: registers hold a (4+2)x(2+2) window per thread

@@ -25,6 +25,7 @@ from .records import Counts
 
 WARP = 32
 SECTOR = 8                # float32 elements per 32-byte sector
+TVM_UNROLLED = -1         # a loop's unroll cost when TVM itself unrolled it (always straight-line for nvcc)
 UNROLL_LIMIT = 512        # nvcc fully unrolls a constant loop whose unrolled body has up to about this many stores
 _DEBUG = False
 ENUM_LIMIT = 40_000_000
@@ -59,6 +60,7 @@ class Site:
     threads: int
     accumulate: bool = False        # store whose value reads the same element (X[i] = X[i] + ...)
     into: str = "global"                # scope of the store the access belongs to (a load's destination)
+    epoch: int = 0                      # barriers passed before it, in program order
 
 
 def _conjuncts(c) -> list:
@@ -74,8 +76,45 @@ def _not(c):
     return tirx.Not(c)
 
 
+def _tvm_unrolled(root) -> set[int]:
+    """Handles of the loops TVM's UnrollLoop unrolls (the `unroll` knob's pragma_auto_unroll_max_step), found on
+    the folded form with the pass's own rule: a serial loop whose nested loops are all unrolled, at most 8
+    unrolled levels deep, with extent x statements of its body <= the pragma's step count (a loop already
+    marked unrolled always is). nvcc sees these as straight-line code."""
+    out: set[int] = set()
+
+    def visit(s, max_step):
+        t = type(s).__name__
+        if t == "BufferStore" or (t == "Evaluate" and not is_sync(s)):
+            return 1, 0, 0
+        if t == "AttrStmt" and s.attr_key == "pragma_auto_unroll_max_step":
+            return visit(s.body, int(s.value))
+        if t == "For":
+            steps, normal, depth = visit(s.body, max_step)
+            ext = int(s.extent) if type(s.extent).__name__ == "IntImm" else -1
+            kind = int(s.kind)                  # 0 serial, 3 unrolled
+            auto = (kind == 0 and ext >= 0 and normal == 0 and depth <= 8 and ext * steps <= max_step) or \
+                (kind == 3 and ext >= 0)
+            if auto:
+                out.add(s.__chandle__())
+                return steps * ext, normal, depth + 1
+            return steps, normal + 1, depth
+        kids = children(s)
+        if t == "SeqStmt":
+            res = [visit(c, max_step) for c in kids]
+            return sum(r[0] for r in res), max((r[1] for r in res), default=0), max((r[2] for r in res), default=0)
+        steps = normal = depth = 0
+        for c in kids:
+            a, b, d = visit(c, max_step)
+            steps, normal, depth = steps + a, max(normal, b), max(depth, d)
+        return steps, normal, depth
+    visit(root, 0)
+    return out
+
+
 class _Collector:
-    def __init__(self):
+    def __init__(self, tvm_unrolled: set[int] | None = None):
+        self.tvm_unrolled = tvm_unrolled or set()
         self.sites: list[Site] = []
         self.blocks: list[int] = []
         self.threads = 1
@@ -84,6 +123,7 @@ class _Collector:
         self.if_tail: dict = {}             # if id -> nothing follows it in its kernel
         self.tail = True
         self.store_scope = "global"
+        self.epoch = 0                      # barriers seen so far in program order
         self.thread_vars: list = []
 
     def stmt(self, s, loops, conds):
@@ -104,7 +144,10 @@ class _Collector:
             if ext is None:
                 raise NotImplementedError("a loop with a non-constant extent in the lowered TensorIR")
             self.sole.append(type(s.body).__name__ != "SeqStmt")
-            cost = ext * _stores(s.body) if ext <= 4 or not _branches(s.body, self.thread_vars) else 1 << 20
+            if s.__chandle__() in self.tvm_unrolled:
+                cost = TVM_UNROLLED     # TVM unrolled it: nvcc sees straight-line code
+            else:
+                cost = ext * _stores(s.body) if ext <= 4 or not _branches(s.body, self.thread_vars) else 1 << 20
             self.stmt(s.body, loops + [(s.loop_var, ext, False, cost)], conds)
             self.sole.pop()
         elif t == "IfThenElse":
@@ -120,12 +163,15 @@ class _Collector:
             self.expr(s.indices[0], loops, conds)
             acc = _reads_same(s.value, s.buffer, s.indices[0])
             self.sites.append(Site(s.buffer, s.buffer.name, scope_of(s.buffer), "write", s.indices[0],
-                                   _lanes(s.indices[0], s.buffer), loops, conds, self.threads, accumulate=acc))
+                                   _lanes(s.indices[0], s.buffer), loops, conds, self.threads, accumulate=acc,
+                                   epoch=self.epoch))
         elif t == "LetStmt":
             self.expr(s.value, loops, conds)
             self.stmt(s.body, loops, conds)
         elif t == "Evaluate":
-            if not is_sync(s):
+            if is_sync(s):
+                self.epoch += 1
+            else:
                 self.expr(s.value, loops, conds)
         elif t == "SeqStmt":
             tail = self.tail
@@ -142,7 +188,8 @@ class _Collector:
         if t in ("TensorLoad", "BufferLoad"):
             self.expr(e.indices[0], loops, conds)
             self.sites.append(Site(e.source, e.source.name, scope_of(e.source), "read", e.indices[0],
-                                   _lanes(e.indices[0], e.source), loops, conds, self.threads, into=self.store_scope))
+                                   _lanes(e.indices[0], e.source), loops, conds, self.threads, into=self.store_scope,
+                                   epoch=self.epoch))
             return
         if t == "Call" and e.op.name.endswith("if_then_else") or t == "Select":
             c, a, b = (e.args if t == "Call" else (e.condition, e.true_value, e.false_value))
@@ -836,7 +883,8 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict) -
                     keep.append(c)
             continue
         serial = [i for i in range(depth) if not site.loops[i][2]]
-        if nested_ite and (site.into == "local" or _costly(site.index)):
+        straight = bool(serial) and site.loops[serial[-1]][3] == TVM_UNROLLED
+        if nested_ite and not straight and (site.into == "local" or _costly(site.index)):
             keep += cs                  # guarded select into registers, or with costly addressing: a branch
             combined = True
         elif serial and serial[-1] not in unrolled:
@@ -924,14 +972,20 @@ def _accumulators(sites: list[Site], params: set[str]) -> dict[int, tuple[str, o
         unr = _unrolled(acc)
         all_unrolled = hoist <= unr
         first = min(hoist)
-        branch = any(k == "if" and d > first for _, k, d, _ in acc.conds)
+        hvars = [acc.loops[i][0] for i in hoist]
+        # an `if` inside a short loop whose test does not move with it: nvcc unrolls the loop and the copies of
+        # the `if` merge into one (the test is hoisted); in a long loop every iteration branches
+        short = math.prod(acc.loops[i][1] for i in hoist) <= UNROLL_LIMIT
+        branch = any(k == "if" and d > first and (not short or any(_uses(c, v) for v in hvars))
+                     for c, k, d, _ in acc.conds)
         guarded = any(c[1] == "ite" for s in sites if s.kind == "read" and len(s.loops) == len(acc.loops)
                       and all(a[0].same_as(b[0]) for a, b in zip(s.loops, acc.loops)) for c in s.conds)
         if tensor_of(acc.name) in params and not branch:
             out[id(acc)] = ("promoted", hoist)
-            if load is not None:
-                out[id(load)] = ("forwarded", None)
-            if init is not None and all_unrolled and not guarded:
+            if load is not None:        # a barrier between the zero store and the loop: loaded once after it
+                fwd = init is not None and init.epoch == load.epoch
+                out[id(load)] = ("forwarded", None) if fwd else ("promoted", hoist)
+            if init is not None and all_unrolled and not guarded and init.epoch == acc.epoch:
                 out[id(init)] = ("dead", None)
         else:
             if load is not None:
@@ -940,7 +994,7 @@ def _accumulators(sites: list[Site], params: set[str]) -> dict[int, tuple[str, o
 
 
 def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
-    col = _Collector()
+    col = _Collector(_tvm_unrolled(func.body))
     col.stmt(func.body, [], [])
     space = _Space(Names())
     cuda = target == "cuda"

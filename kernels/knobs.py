@@ -48,7 +48,8 @@ def vector(d, choices=(1, 2, 4)):
 
 
 def unroll(d):
-    return _f(d, "Maximum auto-unroll step (0 = no unrolling pragma).", (0, 16, 64, 256, 512), lo=0)
+    return _f(d, "Maximum auto-unroll step (0 = no unrolling pragma): a loop is unrolled when its whole body, "
+                 "unrolled, is at most this many statements.", (0, 16, 64, 256, 512, 4096), lo=0)
 
 
 def stage(d, t):
@@ -80,6 +81,8 @@ class Plan:
     parallel: bool = False
     rthreads: int = 1                         # threads sharing one output's reduction (CUDA)
     pipeline: bool = False                    # fill the next shared tiles while computing on these (CUDA)
+    stages: int = 2                           # shared buffers of the pipeline
+    async_copy: bool = False                  # pipelined fills by cp.async (global -> shared, no registers)
 
 
 def _fp(scope: str, shared_tile: int, local_all: int, local_step: int) -> tuple[int, int]:
@@ -108,6 +111,11 @@ class GemmCuda:
     unroll: int = unroll(0)
     pipeline: bool = _f(False, "Software pipelining: while the threads compute on one k tile in shared memory they "
                                "already load the next one into a second buffer (double buffering).", (False, True))
+    stages: int = _f(2, "Shared buffers of the software pipeline: with 3, two k tiles are in flight while the "
+                        "threads compute on a third.", (2, 3))
+    async_copy: bool = _f(False, "cp.async (sm_80 and later): the pipelined fills copy global memory straight into "
+                                 "shared memory without passing through registers, so the threads never wait for "
+                                 "the next tile's loads before computing on this one.", (False, True))
 
     def extents(self, s: Shape):
         return {"m": ("M", s["M"]), "n": ("N", s["N"]), "k": ("K", s["K"])}
@@ -116,13 +124,13 @@ class GemmCuda:
         """(floats in shared memory per block, floats in registers per thread)."""
         a = _fp(self.cache_a, self.tile_m * self.k_split, self.patch_m * self.k_split, self.patch_m)
         b = _fp(self.cache_b, self.k_split * self.tile_n, self.k_split * self.patch_n, self.patch_n)
-        buffers = 2 if self.pipeline else 1          # pipelining double-buffers the shared tiles
+        buffers = self.stages if self.pipeline else 1   # pipelining keeps `stages` copies of the shared tiles
         return buffers * (a[0] + b[0]), a[1] + b[1] + _acc(self.cache_c, self.patch_m * self.patch_n)
 
     def plan(self, s: Shape) -> Plan:
         return Plan("cuda", (self.tile_m, self.tile_n), (self.patch_m, self.patch_n), (self.k_split,),
                     (("A", self.cache_a), ("B", self.cache_b)), self.cache_c, self.vector, self.unroll,
-                    pipeline=self.pipeline)
+                    pipeline=self.pipeline, stages=self.stages, async_copy=self.async_copy)
 
 
 @dataclass(frozen=True)
@@ -461,6 +469,8 @@ def fit(k, s: Shape):
         if hasattr(k, f"{x}_split"):
             ch[f"{x}_split"] = min(getattr(k, f"{x}_split"), n)
     k = replace(k, **ch)
+    if getattr(k, "async_copy", False) and _threads(k) == 1:      # a one-thread block copies in a loop
+        k = replace(k, async_copy=False)
     if getattr(k, "k_threads", 1) > 1:
         k = replace(k, k_threads=_largest_divisor(s["N"], k.k_threads))
     if hasattr(k, "vector"):
@@ -470,6 +480,16 @@ def fit(k, s: Shape):
             if not _vector_problems(cand, s):
                 return cand
     return k
+
+
+def _threads(k) -> int:
+    """Threads of a CUDA block: tile / patch on each output axis."""
+    out = 1
+    for x in k.extents({d: 1 for d in "MNKBCHWF"}):
+        t, p = (f"tile_{x}", f"patch_{x}") if x else ("tile", "patch")
+        if hasattr(k, t):
+            out *= getattr(k, t) // getattr(k, p)
+    return out
 
 
 def has_remainder(k, s: Shape) -> bool:
@@ -569,14 +589,16 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
     if out:
         return out
     if target == "cuda":
-        threads = 1
-        for x in k.extents(s):
-            t, p = (f"tile_{x}", f"patch_{x}") if x else ("tile", "patch")
-            if hasattr(k, t):
-                threads *= getattr(k, t) // getattr(k, p)
+        threads = _threads(k)
         if getattr(k, "pipeline", False) and "shared" not in (k.cache_a + k.cache_b):
             out.append("pipeline=true overlaps loading the next shared tile with computing on this one; cache A "
                        "or B in 'shared' or 'shared+local', or set pipeline=false.")
+        if getattr(k, "async_copy", False) and threads == 1:
+            out.append("async_copy=true needs more than one thread per block (with one thread the copy is a "
+                       "loop, which cp.async cannot express); use a larger tile or patch 1, or async_copy=false.")
+        elif getattr(k, "async_copy", False) and not k.pipeline:
+            out.append("async_copy=true copies the next shared tile while computing on this one, which needs the "
+                       "software pipeline; set pipeline=true, or async_copy=false.")
         kt = getattr(k, "k_threads", 1)
         if kt > 1 and (k.patch != 1 or k.cache_a != "global" or k.cache_w != "global"):
             out.append(f"k_threads={kt} splits each output's reduction across threads, which streams operands "

@@ -44,8 +44,12 @@ def disabled(target: str, knobs, shape) -> tuple[str, ...]:
     return ()
 
 
+# cp.async for the copies a schedule marks async (software_pipeline_async_stages); nothing else changes.
+CONFIG = {"cuda": {"tirx.use_async_copy": True}}
+
+
 def compile(mod: tvm.IRModule, target: str, skip: tuple[str, ...] = ()):
-    with tvm.transform.PassContext(opt_level=3, disabled_pass=list(skip)):
+    with tvm.transform.PassContext(opt_level=3, disabled_pass=list(skip), config=CONFIG.get(target, {})):
         return tvm.compile(mod, target=tvm_target(target))
 
 

@@ -83,9 +83,12 @@ def _split_reduction(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     sch.decompose_reduction(blk, sch.get_loops(blk)[-1])
     _cooperative(sch, rf, 1, threads, 1, steps, f"the {tile} x {r} partial sums C_rf")
     steps(f"after a barrier, one thread per output adds the {r} partial sums from shared memory.")
-    if plan.unroll:
-        sch.annotate(bo, "pragma_auto_unroll_max_step", plan.unroll)
-        sch.annotate(bo, "pragma_unroll_explicit", 1)
+    if plan.unroll:                    # the partial sums only: the final adds stay one rolled loop
+        inner = sch.get_loops(rf)[1]
+        sch.annotate(inner, "pragma_auto_unroll_max_step", plan.unroll)
+        sch.annotate(inner, "pragma_unroll_explicit", 1)
+        steps(f"unroll the partial sums up to {plan.unroll} steps: every load of the thread's share is in "
+              "flight at once.")
     return sch
 
 
@@ -168,11 +171,17 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     if plan.pipeline:
         body = sch.get(ro[-1]).body
         parts = list(body.seq) if type(body).__name__ == "SeqStmt" else [body]
-        stage = [0 if any(f'sblock("{n}")' in p.script() for n in fills) else 1 for p in parts]
+        last = plan.stages - 1
+        stage = [0 if any(f'sblock("{n}")' in p.script() for n in fills) else last for p in parts]
         sch.annotate(ro[-1], "software_pipeline_stage", stage)
         sch.annotate(ro[-1], "software_pipeline_order", list(range(len(parts))))
-        steps("software-pipeline the reduction tiles: the shared tiles of step k+1 are loaded into a second "
-              "buffer while the threads compute on step k, so global-memory latency hides behind arithmetic.")
+        steps(f"software-pipeline the reduction tiles over {plan.stages} shared buffers: the tiles of step "
+              f"k+{last} are loaded while the threads compute on step k, so global-memory latency hides behind "
+              "arithmetic.")
+        if plan.async_copy:
+            sch.annotate(ro[-1], "software_pipeline_async_stages", [0])
+            steps("copy the pipelined tiles with cp.async: global memory goes straight into shared memory, no "
+                  "register holds it and no thread waits for it until the tile is needed (one wait per k tile).")
     if plan.unroll:
         sch.annotate(bx, "pragma_auto_unroll_max_step", plan.unroll)
         sch.annotate(bx, "pragma_unroll_explicit", 1)
@@ -184,4 +193,4 @@ def _fill_vectorizable(sch: Schedule, stage, depth: int, threads: int, vector: i
     if vector == 1:
         return False
     ext = [int(sch.get(l).extent) for l in sch.get_loops(stage)[depth:]]
-    return ext[-1] % vector == 0 and prod(ext) % (threads * vector) == 0
+    return bool(ext) and ext[-1] % vector == 0 and prod(ext) % (threads * vector) == 0
