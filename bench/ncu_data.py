@@ -13,7 +13,8 @@ from kernels._tirpy import children, thread_extent
 
 METRICS = ("smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_global_st.sum",
            "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum",
-           "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "gpu__time_duration.sum")
+           "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "smsp__inst_executed_op_ldgsts.sum",
+           "gpu__time_duration.sum")
 
 
 def kernels_launched(func) -> int:
@@ -36,7 +37,9 @@ def parse(ncu_text: str) -> list[dict]:
     rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
     launches: dict[str, dict] = {}
     for r in rows:
-        launches.setdefault(r["ID"], {})[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
+        v = r["Metric Value"].replace(",", "")
+        if v != "n/a":                  # a metric this kernel has no unit for
+            launches.setdefault(r["ID"], {})[r["Metric Name"]] = float(v)
     return [launches[k] for k in sorted(launches, key=int)]
 
 

@@ -23,6 +23,8 @@ SPREAD = [
     ("conv1d", {"M": 1024, "N": 1024}, "seed", "cache_a=shared+local,cache_w=local,patch=8"),
     ("conv1d", {"M": 1000, "N": 100}, "seed", None),
     ("conv1d", {"M": 1000, "N": 100}, "best", None),
+    ("conv1d", {"M": 65536, "N": 1024}, "best", None),         # the long-signal best (taps in shared memory)
+    ("gemm", {"M": 1024, "N": 1024, "K": 1024}, "best", "async_copy=false"),
     ("dwconv2d", {"B": 1, "C": 5, "H": 128, "W": 128, "K": 3}, "seed", "cache_x=shared"),
     ("dwconv2d", {"B": 1, "C": 5, "H": 128, "W": 128, "K": 3}, "seed", "cache_x=global,patch_w=4,vector=4"),
     ("dwconv2d", {"B": 3, "C": 4, "H": 100, "W": 100, "K": 5}, "seed", None),

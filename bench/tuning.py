@@ -68,6 +68,27 @@ CANDIDATES: dict[str, dict[str, str]] = {
         "g64p8x4k16a3": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=16,pipeline=true,async_copy=true,stages=3,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
         "g64p8k16a": "tile_m=64,tile_n=64,patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
         "g64x32k16a": "tile_m=64,tile_n=32,patch_m=4,patch_n=4,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        # pass 5, around pass 4's winner (64x64, 8x4 patches, cp.async): longer k tiles (half the barriers),
+        # the plain pipeline, and cuBLAS's own shape here (128x64 tiles of 8x8 patches, k tiles of 8, 3 stages:
+        # the kernel name ncu reads off torch.matmul) and its 64x128 mirror (a warp spans 2 patch rows, so
+        # A's 128-bit shared loads meet 2 addresses, not 4)
+        "g64p8x4k32a": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64p8x4k16p": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=16,pipeline=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64p8x4k32p": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64p8x4k8a3": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=8,pipeline=true,async_copy=true,stages=3,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64p8x4k16u": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=16,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g128x64p8k8a3": "tile_m=128,tile_n=64,patch_m=8,patch_n=8,k_split=8,pipeline=true,async_copy=true,stages=3,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64x128p8k8a3": "tile_m=64,tile_n=128,patch_m=8,patch_n=8,k_split=8,pipeline=true,async_copy=true,stages=3,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64x128p8k16a": "tile_m=64,tile_n=128,patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64x128p8k16a3": "tile_m=64,tile_n=128,patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,stages=3,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g128x64k32a": "tile_m=128,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g32x64p4x4k32a": "tile_m=32,tile_n=64,patch_m=4,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64x32p8x4k32a": "tile_m=64,tile_n=32,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        # pass 6: pass 5's winner (k tiles of 32) with 3 stages, and 64x128 tiles whose warps span one patch row
+        # (A's shared loads become broadcasts)
+        "g64p8x4k32a3": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,stages=3,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64x128p8x4k32a": "tile_m=64,tile_n=128,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
+        "g64x128p8x4k16a": "tile_m=64,tile_n=128,patch_m=8,patch_n=4,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
     },
     "conv1d": {
         "seed-local": "tile=256,patch=4,k_split=32,cache_a=local,cache_w=local",
@@ -94,6 +115,11 @@ CANDIDATES: dict[str, dict[str, str]] = {
         "c4096p16k64": "tile=4096,patch=16,k_split=64,cache_a=local,cache_w=local,unroll=4096",
         "c1024p16k64": "tile=1024,patch=16,k_split=64,cache_a=local,cache_w=local,unroll=4096",
         "c2048p8k64": "tile=2048,patch=8,k_split=64,cache_a=local,cache_w=local,unroll=4096",
+        # pass 5: taps from shared memory (pass 4's winner) with other windows and k tiles
+        "c512p4k64ws": "tile=512,patch=4,k_split=64,cache_w=shared,cache_a=local,unroll=4096",
+        "c2048p8k64ws": "tile=2048,patch=8,k_split=64,cache_w=shared,cache_a=local,unroll=4096",
+        "c1024p8k128ws": "tile=1024,patch=8,k_split=128,cache_w=shared,cache_a=local,unroll=4096",
+        "c1024p8k32ws": "tile=1024,patch=8,k_split=32,cache_w=shared,cache_a=local,unroll=4096",
     },
     "dwconv2d": {
         # pass 1's winner: registers hold a (4+2)x(2+2) window per thread

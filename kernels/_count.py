@@ -42,6 +42,9 @@ EFFECTS = {
                   "lane is in bounds, and only in-bounds lanes fetch sectors",
     "cse": "nvcc fully unrolls small constant inner loops and loads each distinct address once per unrolled "
            "body (common-subexpression elimination)",
+    "ldgsts": "a cp.async copy is one LDGSTS instruction per warp (counted under "
+              "smsp__inst_executed_op_ldgsts, not as a global load or shared store; its sectors are global load "
+              "sectors), and nvcc puts three predicated-off shared loads before each group of them",
     "merge": "nvcc merges adjacent, provably 16-byte-aligned shared-memory reads of an unrolled body into "
              "64- and 128-bit loads (global loads are not merged: their pointer alignment is unknown)",
 }
@@ -61,6 +64,7 @@ class Site:
     accumulate: bool = False        # store whose value reads the same element (X[i] = X[i] + ...)
     into: str = "global"                # scope of the store the access belongs to (a load's destination)
     epoch: int = 0                      # barriers passed before it, in program order
+    async_copy: bool = False            # part of a cp.async copy (global -> shared in one LDGSTS)
 
 
 def _conjuncts(c) -> list:
@@ -121,9 +125,12 @@ class _Collector:
         self.sole: list[bool] = []          # per enclosing serial loop: its body is one statement
         self.if_sole: dict = {}             # if id -> the sole flags of the serial loops around it
         self.if_tail: dict = {}             # if id -> nothing follows it in its kernel
+        self.if_small: dict = {}            # if id -> its body is one store (nvcc predicates it)
         self.tail = True
         self.store_scope = "global"
         self.epoch = 0                      # barriers seen so far in program order
+        self.async_copy = False             # inside an async_scope (the copy becomes cp.async)
+        self.commits: list[Site] = []       # each async_commit_queue_scope, as a placeholder site
         self.thread_vars: list = []
 
     def stmt(self, s, loops, conds):
@@ -153,6 +160,7 @@ class _Collector:
         elif t == "IfThenElse":
             d, k = len(loops), id(s)
             self.if_sole[k] = list(self.sole)
+            self.if_small[k] = s.else_case is None and _stores(s.then_case) == 1
             self.if_tail[k] = self.tail
             self.stmt(s.then_case, loops, conds + [(c, "if", d, k) for c in _conjuncts(s.condition)])
             if s.else_case is not None:
@@ -164,7 +172,16 @@ class _Collector:
             acc = _reads_same(s.value, s.buffer, s.indices[0])
             self.sites.append(Site(s.buffer, s.buffer.name, scope_of(s.buffer), "write", s.indices[0],
                                    _lanes(s.indices[0], s.buffer), loops, conds, self.threads, accumulate=acc,
-                                   epoch=self.epoch))
+                                   epoch=self.epoch, async_copy=self.async_copy))
+        elif t == "AttrStmt" and s.attr_key == "async_scope":
+            was, self.async_copy = self.async_copy, True
+            self.stmt(s.body, loops, conds)
+            self.async_copy = was
+        elif t == "AttrStmt" and s.attr_key == "async_commit_queue_scope":
+            from tvm import tirx
+            self.commits.append(Site(None, "", "shared", "read", tirx.const(0, "int32"), 1, loops, conds,
+                                     self.threads))
+            self.stmt(s.body, loops, conds)
         elif t == "LetStmt":
             self.expr(s.value, loops, conds)
             self.stmt(s.body, loops, conds)
@@ -189,7 +206,7 @@ class _Collector:
             self.expr(e.indices[0], loops, conds)
             self.sites.append(Site(e.source, e.source.name, scope_of(e.source), "read", e.indices[0],
                                    _lanes(e.indices[0], e.source), loops, conds, self.threads, into=self.store_scope,
-                                   epoch=self.epoch))
+                                   epoch=self.epoch, async_copy=self.async_copy))
             return
         if t == "Call" and e.op.name.endswith("if_then_else") or t == "Select":
             c, a, b = (e.args if t == "Call" else (e.condition, e.true_value, e.false_value))
@@ -847,7 +864,8 @@ def _costly(e) -> bool:
     return bool(found)
 
 
-def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict) -> tuple[list, set[int]]:
+def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict,
+                 if_small: dict | None = None) -> tuple[list, set[int]]:
     """The conditions that decide whether a warp issues the access, and the unrolled loops across which its
     copies share one basic block (where nvcc can share or merge loads).
 
@@ -859,6 +877,7 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict) -
     tests. A zero-padding select elsewhere is predicated, except for a test the whole warp shares (no
     threadIdx) that stays fixed across the innermost unrolled loop: nvcc branches on that part. A padding
     select whose address needs division by a non-power-of-two is branched too (too costly to predicate)."""
+    if_small = if_small or {}
     uvars = [site.loops[i][0] for i in unrolled]
     tx = [l[0] for l in site.loops if l[2] and not _is_block(l[0])]
     inner_u = site.loops[max(unrolled)][0] if unrolled else None
@@ -902,12 +921,26 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict) -
             invariant = not any(_uses(c, site.loops[i][0]) for i in serial for c in cs)
             if block >= 8 or (if_tail.get(key) and invariant):
                 keep += cs              # a branch, or `if (!test) return` at the kernel's end
-            region = {i for i in region if i >= depth or i in merged}
+            if not all(_speculated(site, c, unrolled) for c in cs):
+                region = {i for i in region if i >= depth or i in merged}
     for c, kind, depth, _ in site.conds:
         used = [i for i in unrolled if _uses(c, site.loops[i][0])]
+        if used and _speculated(site, c, unrolled):
+            continue
         if used:
             region = {i for i in region if i > max(used)}
     return keep, region
+
+
+def _speculated(site: Site, cond, unrolled: set[int]) -> bool:
+    """A shared-memory read that the copies of code TVM unrolled, guarded by different tests, make at one
+    address (the tests move with loops its address does not): it cannot fault, so nvcc loads it once."""
+    if site.scope not in ("shared", "shared.dyn") or site.kind != "read":
+        return False
+    moved = [i for i in unrolled if _uses(cond, site.loops[i][0])]
+    return bool(moved) and all(site.loops[i][3] == TVM_UNROLLED for i in moved) and \
+        not any(_uses(site.index, site.loops[i][0]) for i in moved)
+
 
 
 def _instance(site: Site, space: _Space, unrolled: set[int], merge: bool):
@@ -919,11 +952,13 @@ def _instance(site: Site, space: _Space, unrolled: set[int], merge: bool):
 
     def has_u(e):
         return any(any(u.same_as(v) for u in uvars) for v in free_vars(e))
-    if any(has_u(c[0]) for c in site.conds):
+    if any(has_u(c[0]) and not _speculated(site, c[0], unrolled) for c in site.conds):
         return None                     # each unrolled copy has its own predicate: no sharing
     inner, outer = [], []
     for coef, e in _terms(site.index):
-        if e is None or not has_u(e):
+        if e is None:
+            inner.append((coef, e))     # a constant offset: part of each copy's address (alignment included)
+        elif not has_u(e):
             outer.append((coef, e))
         elif any(not any(u.same_as(v) for u in uvars) for v in free_vars(e)):
             return None                 # a term mixes unrolled and outer variables
@@ -934,6 +969,9 @@ def _instance(site: Site, space: _Space, unrolled: set[int], merge: bool):
     env = {space.names(v, v.name): g for v, g in zip(uvars, grids)}
     vals = np.zeros(exts, dtype=np.int64)
     for coef, e in inner:
+        if e is None:
+            vals = vals + coef
+            continue
         vals = vals + coef * np.broadcast_to(np.asarray(space.eval(e, env), dtype=np.int64), exts)
     distinct = np.unique(vals)
     total = int(np.prod(exts))
@@ -1000,7 +1038,7 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
     cuda = target == "cuda"
     params = {p.name for p in func.params}
     per_tensor: dict = {}
-    ncu_inst = {"global_ld": 0, "global_st": 0, "shared_ld": 0, "shared_st": 0}
+    ncu_inst = {"global_ld": 0, "global_st": 0, "shared_ld": 0, "shared_st": 0, "ldgsts": 0}
     vector_inst = {"global": 0, "shared": 0, "register": 0}
     scalar_inst = {"global": 0, "shared": 0, "register": 0}
     sectors = 0
@@ -1018,7 +1056,7 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
         gl = level == "global"
         want_sectors = gl and site.kind == "read"
         unr = _unrolled(site)
-        issue, region = _issue_conds(site, unr, col.if_sole, col.if_tail)
+        issue, region = _issue_conds(site, unr, col.if_sole, col.if_tail, col.if_small)
         effect, hoist = acc.get(id(site), (None, None))
         if effect in ("forwarded", "dead"):
             inst_n, sec_n = 0, 0
@@ -1049,11 +1087,18 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
             if any(c[1] == "ite" for c in site.conds) and site.kind == "read":
                 used.add("predicated")
         if _DEBUG:
-            print(f"  {site.name:16s} {site.kind:5s} inst={inst_n:>10} sec={sec_n:>10} effect={effect} "
+            print(f"  {site.name:16s} {site.kind:5s} inst={inst_n!s:>10} sec={sec_n!s:>10} effect={effect} "
                   f"region={sorted(region)} issue={[str(c) for c in issue]}")
-        ncu_inst[f"{'global' if gl else 'shared'}_{'ld' if site.kind == 'read' else 'st'}"] += inst_n
+        if site.async_copy:             # the LDGSTS is counted once, at its global read
+            used.add("ldgsts")
+            ncu_inst["ldgsts"] += inst_n if gl and site.kind == "read" else 0
+        else:
+            ncu_inst[f"{'global' if gl else 'shared'}_{'ld' if site.kind == 'read' else 'st'}"] += inst_n
         if want_sectors:
             sectors = None if sectors is None or sec_n is None else sectors + sec_n
+    if cuda:
+        for c in col.commits:           # three `@!PT LDS RZ, [RZ]` before each group of LDGSTS
+            ncu_inst["shared_ld"] += 3 * _count_site(c, space, set(), False)[1]
     o = OPS[op]
     ncu = {}
     if cuda and sectors is None:
@@ -1063,7 +1108,8 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
                "smsp__inst_executed_op_global_st.sum": ncu_inst["global_st"],
                "smsp__inst_executed_op_shared_ld.sum": ncu_inst["shared_ld"],
                "smsp__inst_executed_op_shared_st.sum": ncu_inst["shared_st"],
-               "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": sectors}
+               "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": sectors,
+               "smsp__inst_executed_op_ldgsts.sum": ncu_inst["ldgsts"]}
     return Counts(per_tensor=per_tensor,
                   instructions={"scalar": scalar_inst, "vector": vector_inst},
                   ncu=ncu, effects=tuple(EFFECTS[e] for e in sorted(used)),

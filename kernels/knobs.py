@@ -329,26 +329,41 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
                       cache_c="global", vector=1),
         "seed": dict(tile_m=64, tile_n=64, patch_m=4, patch_n=4, k_split=16, cache_a="local", cache_b="local",
                      cache_c="local", vector=4),
-        # best (H200): 64x64 outputs per block, 256 threads. One thread owns a 4x4 patch: every value it
-        # loads is reused 4 times from a register. A and B tiles of 16 k are staged in shared memory by all
-        # 256 threads (float4 loads, so a warp's loads coalesce); each value staged is read by 16 threads, which
-        # is what earns the barrier its keep here (2.3x the register-only seed at 4096^3). The per-k slices go
-        # to registers (nvcc merges them into 128-bit shared loads); unrolling keeps more loads in flight.
-        # Measured: 0.64x cuBLAS at 4096^3 (data/h200_bench.json): 128x128 tiles with 8x8 patches were slower
-        # here (5.1 ms), k tiles of 32 too (4.8 ms).
-        "best": dict(tile_m=64, tile_n=64, patch_m=4, patch_n=4, k_split=16, cache_a="shared+local",
-                     cache_b="shared+local", cache_c="local", vector=4, unroll=512),
+        # best (H200), each step read off the access pattern, no autotuner:
+        # - 64x64 outputs per block, 128 threads; one thread owns an 8x4 patch (32 accumulators in registers):
+        #   per k step it loads 8 values of A and 4 of B and does 32 multiply-adds (a 4x4 patch: 16 per 8).
+        # - A and B are staged in shared memory in k tiles of 32: every value staged is read by 16 (A) or 8 (B)
+        #   threads of the block, which is what earns the barrier its keep here.
+        # - the fills are cp.async copies (LDGSTS: global memory straight into shared memory, no register in
+        #   between) over two buffers: the copy of tile k+1 is in flight while the threads compute on tile k,
+        #   and a thread waits only once per 32 k, at the barrier.
+        # - unroll=4096 unrolls the whole k tile: nvcc then merges the 4 consecutive k values of each patch row
+        #   of A into one 128-bit shared load, and B's 4 columns into another: 3 shared loads per k step for
+        #   32 multiply-adds.
+        # Measured (data/h200_bench.json): 0.90x cuBLAS at 4096^3 (3.00 vs 2.69 ms; cuBLAS runs a 128x64 tile of
+        # 8x8 patches, k tiles of 8, 3 stages), 1.07x at 1024^3. Tried: 128x128 tiles of 8x8 (3.5 ms), 128x64 of
+        # 8x4 (3.1), k tiles of 16 (3.15) or 8 (3.5), 3 stages (3.08), the same pipeline without cp.async (3.26).
+        "best": dict(tile_m=64, tile_n=64, patch_m=8, patch_n=4, k_split=32, cache_a="shared+local",
+                     cache_b="shared+local", cache_c="local", vector=4, unroll=4096, pipeline=True,
+                     async_copy=True),
     },
     ("conv1d", "cuda"): {
         "baseline": dict(tile=1, patch=1, k_split=BIG, cache_a="global", cache_w="global", cache_c="global"),
         "naive": dict(tile=256, patch=1, k_split=BIG, cache_a="global", cache_w="global", cache_c="global"),
         "seed": dict(tile=256, patch=4, k_split=32, cache_a="local", cache_w="local", cache_c="local"),
-        # best (H200, long signals): 512 outputs per block, 4 per thread. Each thread copies its window of
-        # the signal (4 + 64 - 1 values) and 64 taps into registers per k tile: every signal value then feeds
-        # up to 4 outputs and every tap 4 outputs without another load, and no barrier is needed because
-        # neighbouring threads share only 63 of their 67 values (shared memory was 1.6x slower at 2^20).
+        # best (H200, long signals):
+        # - 1024 outputs per block, 128 threads, 8 per thread: each thread copies its window of the signal
+        #   (8 + 128 - 1 values) into registers once per k tile of 128 taps, so every signal value feeds up to
+        #   8 outputs without another load, and neighbouring threads need no barrier between them.
+        # - the 128 taps are staged once per block in shared memory: every thread reads the same tap at the same
+        #   time, so one 128-bit broadcast load serves 4 taps to the whole warp (from registers: 128 global
+        #   loads per thread per tile).
+        # - unroll=4096 unrolls the tile: 1024 multiply-adds per 135 signal loads and 32 shared loads.
+        # Measured 21.9x cuDNN at 2^20 x 1024 (0.166 ms, 12.9 TFLOP/s); 4 outputs per thread with taps in registers
+        # was 19.5x, 16 per thread 16x (165 registers, fewer blocks per SM), taps from shared with tiles of 64 21.3x.
         # For few outputs (M + N - 1 < 16384) see BEST_FEW_OUTPUTS: 32 threads share each output instead.
-        "best": dict(tile=512, patch=4, k_split=64, cache_a="local", cache_w="local", cache_c="local", unroll=512),
+        "best": dict(tile=1024, patch=8, k_split=128, cache_a="local", cache_w="shared", cache_c="local",
+                     unroll=4096),
     },
     ("dwconv2d", "cuda"): {
         "baseline": dict(tile_h=1, tile_w=1, patch_h=1, patch_w=1, cache_x="global", cache_w="global", cache_c="global"),
