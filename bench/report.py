@@ -16,8 +16,8 @@ def _shape(s: dict) -> str:
 
 def table(path: Path = DATA) -> str:
     d = json.load(open(path))
-    out = ["| operator, shape | reference | reference ms | best ms | best / ref. speed | goal | vs dlight | "
-           "vs naive | vs baseline |", "|---|---|---|---|---|---|---|---|---|"]
+    out = ["| operator, shape | reference | reference ms | best ms | best / ref. speed | goal | met | vs dlight | "
+           "vs naive | vs baseline |", "|---|---|---|---|---|---|---|---|---|---|"]
     for row in d["rows"]:
         runs, ref = row["runs"], row["reference"]["median_ms"]
         best = runs[row["best_run"]]["median_ms"]
@@ -27,7 +27,8 @@ def table(path: Path = DATA) -> str:
             return f"{r['median_ms'] / best:.1f}x" if "median_ms" in r else "n/a"
         shape = ",".join(f"{k}={v}" for k, v in row["shape"].items())
         out.append(f"| {row['op']} {shape} | {row['reference']['name']} | {ref:.4f} | {best:.4f} | "
-                   f"{ref / best:.2f}x | {row['goal']}x | {x('dlight')} | {x('naive')} | {x('baseline')} |")
+                   f"{ref / best:.3g}x | {row['goal']}x | {'yes' if ref / best >= row['goal'] else 'no'} | "
+                   f"{x('dlight')} | {x('naive')} | {x('baseline')} |")
     out.append("")
     dates = sorted({r.get("started", d["started"]) for r in d["rows"]})
     when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]} (each row's date is in the data)"

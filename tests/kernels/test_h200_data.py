@@ -59,3 +59,17 @@ def test_best_runs_and_verifies_on_this_gpu(op):
     s = OPS[op].sizes["speed test"]
     r = build.run(op, s, preset(op, "cuda", "best", s), "cuda", repeat=3)
     assert r.ok and r.median_ms > 0
+
+
+def test_reference_kernel_times_recorded_beside_best_and_the_launch_floor():
+    d = json.load(open(DATA / "h200_ref_kernels.json"))
+    assert d["device"] == "NVIDIA H200" and d["date"] and d["command"] and d["smallest_kernel"]["ns"] > 0
+    small = next(r for r in d["rows"] if r["op"] == "dwconv2d" and r["shape"]["B"] == 1)
+    assert small["best_ns"] < small["reference_ns"]
+    # 10x cuDNN at B=1,C=5 would need a kernel shorter than the shortest one this GPU ran at all
+    assert small["reference_ns"] / 10 < d["smallest_kernel"]["ns"]
+
+
+def test_best_gemm_is_the_cp_async_pipeline_the_data_measured():
+    k = preset("gemm", "cuda", "best", {"M": 4096, "N": 4096, "K": 4096})
+    assert k.pipeline and k.async_copy and (k.patch_m, k.patch_n, k.k_split) == (8, 4, 32)

@@ -13,17 +13,23 @@ import pytest
 from kernels import hwcheck
 
 KNOWN = {
-    # The split-reduction kernel is unrolled by TVM (unroll=512) into straight-line code whose final sum
-    # nvcc keeps in registers across 32 copies of one test; the model sees one rolled loop.
-    ("conv1d", '{"M": 1024, "N": 1024}', "best"): "straight-line accumulation after TVM's explicit unrolling",
-    ("conv1d", '{"M": 1000, "N": 100}', "best"): "straight-line accumulation after TVM's explicit unrolling",
     # A 10-iteration loop with a row branch: nvcc issues the kernel loads of both branch arms.
     ("dwsep_conv2d", '{"B": 1, "C": 5, "H": 128, "W": 128, "K": 3, "F": 8}', "best", "cache_d=shared"):
         "loads duplicated into both arms of a row branch",
-    # Remainder tests inside an unrolled k loop: nvcc merges 4 of 31 more shared loads than modelled.
-    ("gemm", '{"M": 100, "N": 100, "K": 100}', "best"): "shared loads merged across remainder tests",
+    # Remainder tests in a fully unrolled k tile: warps with no row in range skip the whole write-back (the
+    # model issues it predicated), and nvcc merges fewer guarded shared loads than modelled.
+    ("gemm", '{"M": 100, "N": 100, "K": 100}', "best"): "write-back skipped by warps with no row in range",
     # One store instruction of 40: the last block's inactive warp skips one write-back.
     ("conv1d", '{"M": 1000, "N": 100}', "seed"): "one write-back skipped by an inactive warp",
+    # Pass-4 kernels profiled to calibrate the model (not shipped): 3 stages with remainders merge 2.7% more
+    # shared loads; at 2^20 the signal windows' sectors are not predicted (null: every lane would have to be
+    # visited), and with taps in shared memory nvcc predicates the fill, so all 4 warps issue it (modelled: 2).
+    ("gemm", '{"M": 1000, "N": 1024, "K": 1000}', "", "stages=3"): "shared loads merged across remainder tests",
+    ("conv1d", '{"M": 1048576, "N": 1024}', "", "tile=2048,patch=16,k_split=64,cache_a=local"):
+        "sectors of long predicated windows not predicted",
+    ("conv1d", '{"M": 1048576, "N": 1024}', "", "tile=1024,patch=8,k_split=64,cache_a=local"):
+        "sectors of long predicated windows not predicted",
+    ("conv1d", '{"M": 1048576, "N": 1024}', "", "cache_w=shared"): "predicated tap fill; sectors not predicted",
 }
 
 
@@ -34,7 +40,8 @@ def table():
 
 def _rows():
     t = hwcheck.recorded()
-    return [(r.op, r.shape, r.preset, r.overrides if isinstance(r.overrides, str) else "") for r in t.itertuples()]
+    return [(r.op, r.shape, r.preset if isinstance(r.preset, str) else "",
+             r.overrides if isinstance(r.overrides, str) else "") for r in t.itertuples()]
 
 
 def test_the_recorded_table_covers_four_operators_and_twenty_kernels():

@@ -185,3 +185,22 @@ def test_presets_carry_only_real_knobs():
         assert set(PRESETS[(op, target)]) == set(PRESET_NAMES)
         for values in PRESETS[(op, target)].values():
             cls(**values)           # a misspelt knob raises TypeError
+
+
+def test_async_copy_fails_when_not_pipelined():
+    msg = problems("gemm", "cuda", BIG, "cache_a=shared,cache_b=shared,async_copy=true")
+    assert msg.startswith("async_copy=true copies the next shared tile while computing on this one")
+    assert "set pipeline=true, or async_copy=false" in msg
+
+
+def test_async_copy_fails_when_one_thread_per_block():
+    msg = problems("gemm", "cuda", BIG, "tile_m=4,tile_n=4,patch_m=4,patch_n=4,cache_a=shared,cache_b=shared,"
+                                        "pipeline=true,async_copy=true")
+    assert msg.startswith("async_copy=true needs more than one thread per block")
+
+
+def test_best_drops_async_copy_where_the_shape_leaves_one_thread_per_block():
+    from kernels.knobs import preset
+    k = preset("gemm", "cuda", "best", {"M": 1, "N": 1, "K": 2})
+    assert k.pipeline and not k.async_copy
+    assert preset("gemm", "cuda", "best", BIG).async_copy
