@@ -6,7 +6,7 @@ export PYTHONUNBUFFERED=1
 bash .tvmcarry/install.sh && export PYTHONPATH=/tmp/site:$PWD:${PYTHONPATH:-} || exit 1
 date -u +%Y-%m-%dT%H:%M:%SZ > "$OUT/started"
 timeout 200 python3 -m bench.h200 table --out "$OUT" --name t7.json --candidates --rows 0,1 \
-  --only g64p8x4k32a,g64p8x4k32a3,g64x128p8x4k32a,g64x128p8x4k16a,g128x64k32a
+  --only ${ONLY:-g64p8x4k32a,g64p8x4k32a3,g64x128p8x4k32a,g64x128p8x4k16a,g128x64k32a}
 python3 -m bench.picks "$OUT/t7.json" "$OUT/picks7.json"
 python3 - <<'PY' || { echo "gemm pick unchanged"; exit 0; }
 import json, os, sys

@@ -73,3 +73,12 @@ def test_reference_kernel_times_recorded_beside_best_and_the_launch_floor():
 def test_best_gemm_is_the_cp_async_pipeline_the_data_measured():
     k = preset("gemm", "cuda", "best", {"M": 4096, "N": 4096, "K": 4096})
     assert k.pipeline and k.async_copy and (k.patch_m, k.patch_n, k.k_split) == (8, 4, 32)
+
+
+def test_gemm_bounds_recorded_for_best_and_cublas_at_both_sizes():
+    d = json.load(open(DATA / "h200_gemm_why.json"))
+    assert d["device"] == "NVIDIA H200" and d["date"] and d["command"]
+    got = {(k["shape"]["M"], k["who"]) for k in d["kernels"]}
+    assert got == {(4096, "best"), (4096, "cuBLAS"), (1024, "best"), (1024, "cuBLAS")}
+    for k in d["kernels"]:
+        assert 0 < k["Compute (SM) Throughput"] <= 100 and k["Duration"] > 0
