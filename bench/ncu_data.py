@@ -31,12 +31,16 @@ def kernels_launched(func) -> int:
     return n[0]
 
 
+def rows(ncu_text: str) -> list[dict]:
+    """The CSV rows of an `ncu --csv` log (one per kernel launch and metric), without ncu's own messages."""
+    lines = [l for l in ncu_text.splitlines() if l.startswith('"')]
+    return list(csv.DictReader(io.StringIO("\n".join(lines))))
+
+
 def parse(ncu_text: str) -> list[dict]:
     """Per launch (in order): {metric: value}."""
-    lines = [l for l in ncu_text.splitlines() if l.startswith('"')]
-    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
     launches: dict[str, dict] = {}
-    for r in rows:
+    for r in rows(ncu_text):
         v = r["Metric Value"].replace(",", "")
         if v != "n/a":                  # a metric this kernel has no unit for
             launches.setdefault(r["ID"], {})[r["Metric Name"]] = float(v)

@@ -6,14 +6,13 @@ time for the same shape read in the same device session (data/ncu_h200.csv).
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import sys
 from pathlib import Path
 
 import pandas as pd
 
+from .ncu_data import rows
 from .ref_ncu import ROWS
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -21,10 +20,8 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 
 def parse(text: str) -> list[list[tuple[str, float]]]:
     """Per reference row, in launch order: (kernel name, device ns) of each kernel before the row's marker."""
-    lines = [l for l in text.splitlines() if l.startswith('"')]
-    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
     groups, cur = [], []
-    for r in sorted(rows, key=lambda r: int(r["ID"])):
+    for r in sorted(rows(text), key=lambda r: int(r["ID"])):
         name, ns = r["Kernel Name"], float(r["Metric Value"].replace(",", ""))
         if "spin_kernel" in name:
             groups.append(cur)

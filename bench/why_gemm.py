@@ -36,12 +36,11 @@ KEEP = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "Achieved Oc
 
 
 def record(ncu_csv: str, date: str) -> None:
-    import csv
     import json
     from pathlib import Path
-    rows = list(csv.DictReader(l for l in open(ncu_csv) if l.startswith('"')))
+    from .ncu_data import rows
     kernels: dict = {}
-    for r in rows:
+    for r in rows(open(ncu_csv).read()):
         kernels.setdefault(int(r["ID"]), {"kernel": r["Kernel Name"]})[r["Metric Name"]] = \
             r["Metric Value"].replace(",", "")
     out = []

@@ -125,7 +125,6 @@ class _Collector:
         self.sole: list[bool] = []          # per enclosing serial loop: its body is one statement
         self.if_sole: dict = {}             # if id -> the sole flags of the serial loops around it
         self.if_tail: dict = {}             # if id -> nothing follows it in its kernel
-        self.if_small: dict = {}            # if id -> its body is one store (nvcc predicates it)
         self.tail = True
         self.store_scope = "global"
         self.epoch = 0                      # barriers seen so far in program order
@@ -160,7 +159,6 @@ class _Collector:
         elif t == "IfThenElse":
             d, k = len(loops), id(s)
             self.if_sole[k] = list(self.sole)
-            self.if_small[k] = s.else_case is None and _stores(s.then_case) == 1
             self.if_tail[k] = self.tail
             self.stmt(s.then_case, loops, conds + [(c, "if", d, k) for c in _conjuncts(s.condition)])
             if s.else_case is not None:
@@ -864,8 +862,7 @@ def _costly(e) -> bool:
     return bool(found)
 
 
-def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict,
-                 if_small: dict | None = None) -> tuple[list, set[int]]:
+def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict) -> tuple[list, set[int]]:
     """The conditions that decide whether a warp issues the access, and the unrolled loops across which its
     copies share one basic block (where nvcc can share or merge loads).
 
@@ -877,7 +874,6 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict,
     tests. A zero-padding select elsewhere is predicated, except for a test the whole warp shares (no
     threadIdx) that stays fixed across the innermost unrolled loop: nvcc branches on that part. A padding
     select whose address needs division by a non-power-of-two is branched too (too costly to predicate)."""
-    if_small = if_small or {}
     uvars = [site.loops[i][0] for i in unrolled]
     tx = [l[0] for l in site.loops if l[2] and not _is_block(l[0])]
     inner_u = site.loops[max(unrolled)][0] if unrolled else None
@@ -940,7 +936,6 @@ def _speculated(site: Site, cond, unrolled: set[int]) -> bool:
     moved = [i for i in unrolled if _uses(cond, site.loops[i][0])]
     return bool(moved) and all(site.loops[i][3] == TVM_UNROLLED for i in moved) and \
         not any(_uses(site.index, site.loops[i][0]) for i in moved)
-
 
 
 def _instance(site: Site, space: _Space, unrolled: set[int], merge: bool):
@@ -1056,7 +1051,7 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
         gl = level == "global"
         want_sectors = gl and site.kind == "read"
         unr = _unrolled(site)
-        issue, region = _issue_conds(site, unr, col.if_sole, col.if_tail, col.if_small)
+        issue, region = _issue_conds(site, unr, col.if_sole, col.if_tail)
         effect, hoist = acc.get(id(site), (None, None))
         if effect in ("forwarded", "dead"):
             inst_n, sec_n = 0, 0
