@@ -83,6 +83,9 @@ class Plan:
     pipeline: bool = False                    # fill the next shared tiles while computing on these (CUDA)
     stages: int = 2                           # shared buffers of the pipeline
     async_copy: bool = False                  # pipelined fills by cp.async (global -> shared, no registers)
+    interleave: tuple[tuple[str, int, int, int], ...] = ()   # shared tiles stored patch-interleaved:
+                                              # (input, its buffer dim, the output axis it follows, group)
+    pad_rows: int = 0                         # floats of padding per row of an interleaved (non-inner) dim
 
 
 def _fp(scope: str, shared_tile: int, local_all: int, local_step: int) -> tuple[int, int]:
@@ -90,6 +93,23 @@ def _fp(scope: str, shared_tile: int, local_all: int, local_step: int) -> tuple[
     'local' holds the thread's whole split in registers; 'shared+local' only one reduction step."""
     return {"global": (0, 0), "shared": (shared_tile, 0), "local": (0, local_all),
             "shared+local": (shared_tile, local_step)}[scope]
+
+
+def row_pad(row: int, rows: int = 2) -> int:
+    """Floats added to each row of an interleaved shared tile, so that the `rows` neighbouring rows a warp reads
+    at once start in different 128-bit bank groups (rows stay 16-byte aligned for cp.async): rows of 32 floats
+    would all start in bank 0, rows of 16 in banks 0 and 16."""
+    for pad in range(0, 32, 4):
+        starts = {(row + pad) * i % 32 for i in range(min(rows, 8))}
+        if len(starts) == min(rows, 8):
+            return pad
+    return 0
+
+
+def warp_rows(k) -> int:
+    """Distinct patch rows (output axis 0) the 32 threads of a warp cover."""
+    across = k.tile_n // k.patch_n
+    return max(1, min(k.tile_m // k.patch_m, 32 // across)) if across < 32 else 1
 
 
 def _acc(cache_c: str, patch: int) -> int:
@@ -116,13 +136,30 @@ class GemmCuda:
     async_copy: bool = _f(False, "cp.async (sm_80 and later): the pipelined fills copy global memory straight into "
                                  "shared memory without passing through registers, so the threads never wait for "
                                  "the next tile's loads before computing on this one.", (False, True))
+    interleave: bool = _f(False, "Store the shared tiles with the threads' patches interleaved: A's rows so that "
+                                 "the two patch rows a warp reads at once are neighbours (each row padded by 4 "
+                                 "floats for k tiles of 32, so they start in different banks), and B's columns in "
+                                 "groups of `vector` when a patch is wider than one vector. A warp's 128-bit shared "
+                                 "reads then meet no bank twice. Needs the interleaved tiles to divide M (and N).",
+                          (False, True))
+
+    def interleaved(self) -> tuple[tuple[str, int, int, int], ...]:
+        """The shared tiles `interleave` rearranges: (input, buffer dim, output axis, group of contiguous)."""
+        if not self.interleave:
+            return ()
+        out = [("A", 0, 0, 1)] if "shared" in self.cache_a else []
+        if "shared" in self.cache_b and self.patch_n > self.vector and self.patch_n % self.vector == 0:
+            out.append(("B", 1, 1, self.vector))
+        return tuple(out)
 
     def extents(self, s: Shape):
         return {"m": ("M", s["M"]), "n": ("N", s["N"]), "k": ("K", s["K"])}
 
     def footprint(self, s: Shape) -> tuple[int, int]:
         """(floats in shared memory per block, floats in registers per thread)."""
-        a = _fp(self.cache_a, self.tile_m * self.k_split, self.patch_m * self.k_split, self.patch_m)
+        row = self.k_split + (row_pad(self.k_split, warp_rows(self)) if self.interleaved()[:1] == (("A", 0, 0, 1),)
+                              else 0)
+        a = _fp(self.cache_a, self.tile_m * row, self.patch_m * self.k_split, self.patch_m)
         b = _fp(self.cache_b, self.k_split * self.tile_n, self.k_split * self.patch_n, self.patch_n)
         buffers = self.stages if self.pipeline else 1   # pipelining keeps `stages` copies of the shared tiles
         return buffers * (a[0] + b[0]), a[1] + b[1] + _acc(self.cache_c, self.patch_m * self.patch_n)
@@ -130,7 +167,8 @@ class GemmCuda:
     def plan(self, s: Shape) -> Plan:
         return Plan("cuda", (self.tile_m, self.tile_n), (self.patch_m, self.patch_n), (self.k_split,),
                     (("A", self.cache_a), ("B", self.cache_b)), self.cache_c, self.vector, self.unroll,
-                    pipeline=self.pipeline, stages=self.stages, async_copy=self.async_copy)
+                    pipeline=self.pipeline, stages=self.stages, async_copy=self.async_copy,
+                    interleave=self.interleaved(), pad_rows=row_pad(self.k_split, warp_rows(self)))
 
 
 @dataclass(frozen=True)
@@ -486,6 +524,8 @@ def fit(k, s: Shape):
     k = replace(k, **ch)
     if getattr(k, "async_copy", False) and _threads(k) == 1:      # a one-thread block copies in a loop
         k = replace(k, async_copy=False)
+    if getattr(k, "interleave", False) and _interleave_problem(k, s):   # the layout is of whole block tiles
+        k = replace(k, interleave=False)
     if getattr(k, "k_threads", 1) > 1:
         k = replace(k, k_threads=_largest_divisor(s["N"], k.k_threads))
     if hasattr(k, "vector"):
@@ -495,6 +535,21 @@ def fit(k, s: Shape):
             if not _vector_problems(cand, s):
                 return cand
     return k
+
+
+def _interleave_problem(k, s: Shape) -> str | None:
+    """Why `interleave` cannot apply to these GEMM knobs and shape (None if it can)."""
+    tiles = k.interleaved()
+    if not tiles:
+        return ("interleave=true rearranges the shared tiles, and none is rearranged here: set cache_a to "
+                "'shared' or 'shared+local' (or cache B in shared with patch_n wider than vector), or "
+                "interleave=false.")
+    for name, _, axis, _ in tiles:
+        dim, t = ("M", k.tile_m) if axis == 0 else ("N", k.tile_n)
+        if s[dim] % t:
+            return (f"interleave=true lays {name}'s shared tile out in whole block tiles, and tile_{dim.lower()}={t} "
+                    f"does not divide {dim}={s[dim]}; pick a tile that divides {dim}, or interleave=false.")
+    return None
 
 
 def _threads(k) -> int:
@@ -614,6 +669,8 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
         elif getattr(k, "async_copy", False) and not k.pipeline:
             out.append("async_copy=true copies the next shared tile while computing on this one, which needs the "
                        "software pipeline; set pipeline=true, or async_copy=false.")
+        if getattr(k, "interleave", False) and _interleave_problem(k, s):
+            out.append(_interleave_problem(k, s))
         kt = getattr(k, "k_threads", 1)
         if kt > 1 and (k.patch != 1 or k.cache_a != "global" or k.cache_w != "global"):
             out.append(f"k_threads={kt} splits each output's reduction across threads, which streams operands "

@@ -135,6 +135,9 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
                 stage = d
             else:
                 stage = sch.cache_read(blk, read_index(sch, blk, name), "shared")
+            for spec in plan.interleave:
+                if spec[0] == name:
+                    _interleave(sch, stage, plan, spec, steps)
             sch.compute_at(stage, ro[-1])
             shared_name = sch.get(stage).writes[0].source.name
             fills.append(sch.get(stage).name_hint)
@@ -187,6 +190,32 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
         sch.annotate(bx, "pragma_unroll_explicit", 1)
         steps(f"unroll inner loops up to {plan.unroll} steps: fewer branches, more independent loads in flight.")
     return sch
+
+
+def _interleave(sch: Schedule, stage, plan: Plan, spec: tuple[str, int, int, int], steps: Steps) -> None:
+    """Store a shared tile with the threads' patches interleaved along one dim: element j of thread t's patch
+    (in groups of g contiguous) sits at (j // g, t, j % g), so the threads of a warp read neighbouring groups.
+    Where that dim is not the innermost, each of its rows is padded when rows of a multiple of 32 floats would
+    start in the same bank. Applied to the whole buffer before compute_at (so tiles must divide the axis)."""
+    name, dim, axis, g = spec
+    t, p = plan.tiles[axis], plan.patches[axis]
+    T = t // p
+
+    def index_map(*idx):
+        r = idx[dim]
+        return (*idx[:dim], r // t, r % t % p // g, r % t // p, r % g, *idx[dim + 1:])
+
+    sch.transform_layout(stage, ("write", 0), index_map)
+    rank = len(sch.get(stage).writes[0].region)
+    inner = plan.splits[-1]                 # a row of the tile: one k tile (the gemm A tile is [m][k])
+    pad = plan.pad_rows if dim + 4 < rank and g == 1 else 0
+    if pad:
+        sch.storage_align(stage, 0, axis=dim + 3, factor=32, offset=(inner + pad) % 32)   # stride inner + pad
+    what = "row" if dim + 4 < rank else "column"
+    steps(f"store {name}_shared with the patches interleaved: {what} j of thread t's patch at "
+          f"(j // {g}) * {T * g} + t * {g} + j % {g} of the tile, so the threads of a warp read neighbouring "
+          f"{what}s" + (f", each of {inner} floats padded by {pad} so that neighbours start in different banks"
+                        if pad else "") + ": no shared-memory bank is hit twice by one 128-bit read.")
 
 
 def _fill_vectorizable(sch: Schedule, stage, depth: int, threads: int, vector: int) -> bool:
