@@ -89,9 +89,10 @@ CANDIDATES: dict[str, dict[str, str]] = {
         "g64p8x4k32a3": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,stages=3,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
         "g64x128p8x4k32a": "tile_m=64,tile_n=128,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
         "g64x128p8x4k16a": "tile_m=64,tile_n=128,patch_m=8,patch_n=4,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
-        # pass 7: interleaved shared tiles (data/h200_gemm_why.json: A's 128-bit shared loads met two rows in one
-        # bank, 2 wavefronts each, with shared memory ~75% busy). Pass 6's winner interleaved, and the 8x8
-        # patches that conflicts held back (16 multiply-adds per shared load against 10.7 for 8x4)
+        # pass 7: interleaved shared tiles, on the guess that A's 128-bit shared loads met two rows in one bank
+        # (shared memory was ~70% busy). Pass 6's winner interleaved, and 8x8 patches (16 multiply-adds per
+        # shared load against 10.7 for 8x4). None was faster; ncu then found no conflicts in pass 6's winner
+        # (data/h200_gemm_stalls.json)
         "i64p8x4k32a": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,interleave=true",
         "i64p8x4k16a": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,interleave=true",
         "i64p8x4k16a3": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=16,stages=3,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,interleave=true",
@@ -103,6 +104,14 @@ CANDIDATES: dict[str, dict[str, str]] = {
         "i128x64p8k8a3": "tile_m=128,tile_n=64,patch_m=8,patch_n=8,k_split=8,stages=3,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,interleave=true",
         "i128p8k8a": "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=8,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,interleave=true",
         "i128p8k16a": "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,interleave=true",
+        # pass 8: Nsight Compute (data/h200_gemm_stalls.json) found no bank conflicts to remove; what holds best
+        # back is the share of issue slots that are not multiply-adds (13% in the k loop). 8x8 patches on a 64x64
+        # tile: 64 threads and ~120 registers, so 8 blocks (16 warps) still fit on an SM, and 91% of the k
+        # loop's instructions are multiply-adds
+        "i64p8k16a": "tile_m=64,tile_n=64,patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,interleave=true",
+        "i64p8k16a3": "tile_m=64,tile_n=64,patch_m=8,patch_n=8,k_split=16,stages=3,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,interleave=true",
+        "i64p8k8a3": "tile_m=64,tile_n=64,patch_m=8,patch_n=8,k_split=8,stages=3,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,interleave=true",
+        "g64p8k8a3": "tile_m=64,tile_n=64,patch_m=8,patch_n=8,k_split=8,stages=3,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
     },
     "conv1d": {
         "seed-local": "tile=256,patch=4,k_split=32,cache_a=local,cache_w=local",

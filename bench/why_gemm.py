@@ -6,7 +6,45 @@ SpeedOfLight, Occupancy, LaunchStats, WarpStateStats and shared-memory sections)
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
+
+
+STALL_KERNELS = ("g64p8x4k32a", "i64p8x4k32a", "i128p8k16a")    # best, best interleaved, 128x128 of 8x8
+STALLS = ("barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle", "long_scoreboard",
+          "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
+          "short_scoreboard", "sleeping", "tex_throttle", "wait")
+STALL_METRICS = [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALLS] + [
+    "smsp__issue_active.avg.pct_of_peak_sustained_active", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "smsp__inst_executed_op_shared_ld.sum", "smsp__warps_active.avg.per_cycle_active", "gpu__time_duration.sum",
+    "launch__registers_per_thread", "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem"]
+
+
+def stalls(names=STALL_KERNELS) -> None:
+    """Launch GEMM candidates (bench/tuning.py names) and cuBLAS once each at 4096^3 (under ncu --metrics
+    STALL_METRICS)."""
+    import torch
+    import tvm
+    from kernels import build
+    from kernels.knobs import resolve
+    from kernels.ops import OPS
+    from .tuning import CANDIDATES
+    torch.backends.cuda.matmul.allow_tf32 = False
+    s = {"M": 4096, "N": 4096, "K": 4096}
+    xs = OPS["gemm"].random_inputs(s, np.random.default_rng(0))
+    dev = tvm.cuda(0)
+    args = [tvm.runtime.tensor(x, dev) for x in xs] + [tvm.runtime.tensor(np.zeros((4096, 4096), "float32"), dev)]
+    for name in names:
+        _, mod, _ = build.compiled("gemm", tuple(s.items()), resolve("gemm", "cuda", s, None, CANDIDATES["gemm"][name]),
+                                   "cuda")
+        mod["main"](*args)
+        dev.sync()
+    a, b = (torch.from_numpy(x).cuda() for x in xs)
+    torch.matmul(a, b)
+    torch.cuda.synchronize()
+    print("launched", *names, "and cuBLAS at 4096^3", flush=True)
 
 
 def main() -> None:
@@ -54,9 +92,36 @@ def record(ncu_csv: str, date: str) -> None:
     json.dump(doc, open(Path(__file__).resolve().parent.parent / "data" / "h200_gemm_why.json", "w"), indent=1)
 
 
+def record_stalls(runs: list[tuple[str, str, str]]) -> None:
+    """(ncu csv, date, command) per device run -> data/h200_gemm_stalls.json: one entry per kernel, named by the
+    launch order of stalls() (the candidates given, then cuBLAS)."""
+    import json
+    from pathlib import Path
+    from .ncu_data import rows
+    out = []
+    for csv, date, command in runs:
+        named = re.search(r"--stalls ([\w,]+)", command)
+        names = named.group(1).split(",") if named else list(STALL_KERNELS)
+        kernels: dict = {}
+        for r in rows(open(csv).read()):
+            kernels.setdefault(int(r["ID"]), {"kernel": r["Kernel Name"]})[r["Metric Name"]] = \
+                float(r["Metric Value"].replace(",", ""))
+        for i, k in sorted(kernels.items()):
+            who = names[i] if i < len(names) else "cuBLAS"
+            out.append({"who": who, "date": date, "command": command, **k})
+    doc = {"device": "NVIDIA H200", "shape": {"M": 4096, "N": 4096, "K": 4096},
+           "units": "stall reasons: warps stalled per issued instruction; pct: % of peak; time: ns",
+           "metrics": STALL_METRICS, "kernels": out}
+    json.dump(doc, open(Path(__file__).resolve().parent.parent / "data" / "h200_gemm_stalls.json", "w"), indent=1)
+
+
 if __name__ == "__main__":
     import sys
     if sys.argv[1:2] == ["--record"]:
         record(sys.argv[2], sys.argv[3])
+    elif sys.argv[1:2] == ["--stalls"]:
+        stalls(*(sys.argv[2:3] and [sys.argv[2].split(",")]))
+    elif sys.argv[1:2] == ["--stall-metrics"]:
+        print(",".join(STALL_METRICS))
     else:
         main()

@@ -33,3 +33,29 @@ def test_async_pipeline_computes_the_reference_where_tiles_do_not_divide(stages)
     s = {"M": 40, "N": 36, "K": 28}
     k = resolve("gemm", "cuda", s, None, f"{PIPE},async_copy=true,stages={stages}")
     assert traffic.simulate("gemm", s, k, "cuda") < 1e-4
+
+
+INTER = "cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,pipeline=true,async_copy=true,interleave=true"
+
+
+@pytest.mark.parametrize("knobs, a_floats", [
+    ("tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32", 2 * 64 * 36),    # a warp's 2 rows: 32 floats + 4 pad
+    ("tile_m=64,tile_n=64,patch_m=8,patch_n=8,k_split=16", 2 * 64 * 20),    # 4 rows of 16 floats: + 4 pad
+    ("tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=8", 2 * 128 * 8),   # rows of 8 floats: no pad needed
+])
+def test_interleave_pads_a_and_keeps_every_count(knobs, a_floats):
+    s = {"M": 256, "N": 256, "K": 256}
+    k = resolve("gemm", "cuda", s, None, f"{knobs},{INTER}")
+    src = build.source("gemm", s, k, "cuda", "cuda")
+    assert f"float A_shared_ptr[{a_floats}]" in src and "cp_async" in src
+    plain = resolve("gemm", "cuda", s, None, f"{knobs},{INTER.replace('interleave=true', 'interleave=false')}")
+    # the same instructions, only other shared addresses: every predicted count is unchanged
+    assert traffic.counts("gemm", s, k, "cuda").as_dict() == traffic.counts("gemm", s, plain, "cuda").as_dict()
+
+
+@pytest.mark.parametrize("knobs", ["tile_m=32,tile_n=32,patch_m=4,patch_n=4,k_split=8",
+                                   "tile_m=32,tile_n=32,patch_m=4,patch_n=8,k_split=16,stages=3"])
+def test_interleaved_kernel_computes_the_reference_where_n_and_k_do_not_divide(knobs):
+    s = {"M": 64, "N": 64 if "patch_n=8" in knobs else 36, "K": 28}
+    k = resolve("gemm", "cuda", s, None, f"{knobs},{INTER}")
+    assert k.interleaved() and traffic.simulate("gemm", s, k, "cuda") < 1e-4

@@ -82,3 +82,24 @@ def test_gemm_bounds_recorded_for_best_and_cublas_at_both_sizes():
     assert got == {(4096, "best"), (4096, "cuBLAS"), (1024, "best"), (1024, "cuBLAS")}
     for k in d["kernels"]:
         assert 0 < k["Compute (SM) Throughput"] <= 100 and k["Duration"] > 0
+
+
+def test_gemm_stall_reasons_recorded_and_what_they_show():
+    d = json.load(open(DATA / "h200_gemm_stalls.json"))
+    assert d["device"] == "NVIDIA H200"
+    for x in d["kernels"]:              # launch__ (registers, occupancy limits) was read from the second run on
+        assert all(m in x for m in d["metrics"] if not m.startswith("launch__") or "--stalls " in x["command"])
+    k = {x["who"]: x for x in d["kernels"]}
+    assert all(x["date"] and x["command"] for x in d["kernels"])
+    conflicts, wavefronts = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                             "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")
+    issue = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+    best = k["g64p8x4k32a"]          # the shipped best: almost no bank conflicts, so interleaving cannot help it
+    assert best[conflicts] < 0.001 * best[wavefronts]
+    # 8x8 patches on a 64x64 tile do conflict (B's 32-byte strided columns); interleave removes the conflicts...
+    assert k["g64p8k16a"][conflicts] > 0.4 * k["g64p8k16a"][wavefronts]
+    assert k["i64p8k16a"][conflicts] < 0.001 * k["i64p8k16a"][wavefronts]
+    # ... and neither 8x8 kernel catches best: they issue on fewer cycles (registers limit the warps per SM)
+    for who in ("g64p8k16a", "i64p8k16a", "i64x128p8k16a", "i128p8k16a"):
+        assert k[who]["gpu__time_duration.sum"] > best["gpu__time_duration.sum"]
+        assert k[who][issue] < best[issue] < k["cuBLAS"][issue]

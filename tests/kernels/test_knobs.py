@@ -204,3 +204,32 @@ def test_best_drops_async_copy_where_the_shape_leaves_one_thread_per_block():
     k = preset("gemm", "cuda", "best", {"M": 1, "N": 1, "K": 2})
     assert k.pipeline and not k.async_copy
     assert preset("gemm", "cuda", "best", BIG).async_copy
+
+
+def test_interleave_fails_when_no_shared_tile_is_rearranged():
+    msg = problems("gemm", "cuda", BIG, "cache_a=local,cache_b=local,interleave=true")
+    assert msg.startswith("interleave=true rearranges the shared tiles, and none is rearranged here")
+    assert "or interleave=false" in msg
+
+
+def test_interleave_fails_when_the_tile_does_not_divide_the_axis():
+    msg = problems("gemm", "cuda", {"M": 100, "N": 128, "K": 64}, "cache_a=shared,interleave=true")
+    assert msg == ("interleave=true lays A's shared tile out in whole block tiles, and tile_m=64 does not divide "
+                   "M=100; pick a tile that divides M, or interleave=false.")
+
+
+def test_fit_drops_interleave_where_the_tile_does_not_divide():
+    from dataclasses import replace
+
+    from kernels.knobs import GemmCuda, fit
+    k = replace(GemmCuda(), cache_a="shared", interleave=True)
+    assert fit(k, {"M": 128, "N": 100, "K": 64}).interleave
+    assert not fit(k, {"M": 100, "N": 128, "K": 64}).interleave
+
+
+def test_interleave_pads_rows_only_where_a_warps_rows_share_a_bank():
+    from kernels.knobs import row_pad
+    assert row_pad(32, 2) == 4 and row_pad(16, 2) == 0 and row_pad(16, 4) == 4 and row_pad(8, 4) == 0
+    for row, rows in [(32, 2), (16, 4), (32, 8), (8, 8), (64, 4)]:
+        stride = row + row_pad(row, rows)
+        assert stride % 4 == 0 and len({stride * i % 32 for i in range(rows)}) == rows
