@@ -157,7 +157,7 @@ class _Collector:
             self.stmt(s.body, loops + [(s.loop_var, ext, False, cost)], conds)
             self.sole.pop()
         elif t == "IfThenElse":
-            d, k = len(loops), id(s)
+            d, k = len(loops), s.__chandle__()      # id() of a TVM wrapper is reused once it is freed
             self.if_sole[k] = list(self.sole)
             self.if_tail[k] = self.tail
             self.stmt(s.then_case, loops, conds + [(c, "if", d, k) for c in _conjuncts(s.condition)])
@@ -208,7 +208,7 @@ class _Collector:
             return
         if t == "Call" and e.op.name.endswith("if_then_else") or t == "Select":
             c, a, b = (e.args if t == "Call" else (e.condition, e.true_value, e.false_value))
-            d, k = len(loops), id(e)
+            d, k = len(loops), e.__chandle__()
             self.expr(c, loops, conds)
             self.expr(a, loops, conds + [(x, "ite", d, k) for x in _conjuncts(c)])
             self.expr(b, loops, conds + [(_not(c), "ite", d, k + 1)])
@@ -883,10 +883,13 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict) -
     nested_ite = any(k == "ite" for k, _ in groups)
     keep, combined = [], False
     region = set(unrolled)
+    tail = None
     for (kind, key), (depth, cs) in sorted(groups.items(), key=lambda g: g[0][0] != "if"):
-        vs = [v for c in cs for v in free_vars(c)]
-        if vs and all(any(u.same_as(v) for u in uvars) for v in vs):
-            keep += cs
+        # a conjunct on unrolled loops only is decided at compile time, whatever the rest of its test is
+        static = [c for c in cs if free_vars(c) and all(any(u.same_as(v) for u in uvars) for v in free_vars(c))]
+        keep += static
+        cs = [c for c in cs if not any(c.same_as(x) for x in static)]
+        if not cs:
             continue
         if kind == "ite":
             if combined:
@@ -915,7 +918,10 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict) -
                 merged.add(i)
                 block *= site.loops[i][1]
             invariant = not any(_uses(c, site.loops[i][0]) for i in serial for c in cs)
-            if block >= 8 or (if_tail.get(key) and invariant):
+            runs = None if invariant or not if_tail.get(key) else _tail_runs(site, cs, serial, unrolled, sole)
+            if runs:
+                tail = (site.loops[serial[-1]][0], cs, runs)
+            elif block >= 8 or (if_tail.get(key) and invariant):
                 keep += cs              # a branch, or `if (!test) return` at the kernel's end
             if not all(_speculated(site, c, unrolled) for c in cs):
                 region = {i for i in region if i >= depth or i in merged}
@@ -925,7 +931,39 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict) -
             continue
         if used:
             region = {i for i in region if i > max(used)}
-    return keep, region
+    if tail is None:
+        return [keep], region
+    f, cs, runs = tail                  # the last run is `if (!test) return`, the others predicated
+    return [keep + [f >= lo, f < hi] + (cs if j == len(runs) - 1 else []) for j, (lo, hi) in enumerate(runs)], region
+
+
+def _tail_runs(site: Site, cs: list, serial: list[int], unrolled: set[int], sole: list) -> list | None:
+    """The copies of an `if` that TVM unrolled at a kernel's end, in runs with identical tests: TVM simplifies
+    row + a < bound (a the unrolled copy) to one test per run of copies, nvcc predicates the stores of every
+    run but the last and turns the last run's test into an early exit (warps with no lane in range skip it).
+    [(first copy, end)] for two runs or more, else None."""
+    i0 = serial[-1]
+    f, ext = site.loops[i0][0], site.loops[i0][1]
+    if i0 not in unrolled or site.loops[i0][3] != TVM_UNROLLED or not sole or not sole[-1]:
+        return None
+    if any(_uses(c, site.loops[i][0]) for i in serial[:-1] for c in cs):
+        return None
+    moving = [c for c in cs if _uses(c, f)]
+    lin = _linear(moving[0], f) if len(moving) == 1 else None
+    if lin is None:
+        return None
+    kind, bound, cf, rest = lin
+    const = sum(c for c, e in rest if e is None)
+    g = math.gcd(*[abs(c) for c, e in rest if e is not None]) or 1
+    # cf*a + g*Y + const <= bound  <=>  Y <= floor((bound - const - cf*a) / g)   (>=: ceil)
+    keys = [(bound - const - cf * a) // g if kind == "le" else -((-(bound - const - cf * a)) // g)
+            for a in range(ext)]
+    runs, lo = [], 0
+    for a in range(1, ext + 1):
+        if a == ext or keys[a] != keys[lo]:
+            runs.append((lo, a))
+            lo = a
+    return runs if len(runs) > 1 else None
 
 
 def _speculated(site: Site, cond, unrolled: set[int]) -> bool:
@@ -1051,13 +1089,16 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
         gl = level == "global"
         want_sectors = gl and site.kind == "read"
         unr = _unrolled(site)
-        issue, region = _issue_conds(site, unr, col.if_sole, col.if_tail)
+        issues, region = _issue_conds(site, unr, col.if_sole, col.if_tail)
+
+        def inst(drop, site=site, issues=issues):
+            return sum(_count_site(site, space, drop, False, iss)[1] for iss in issues)
         effect, hoist = acc.get(id(site), (None, None))
         if effect in ("forwarded", "dead"):
             inst_n, sec_n = 0, 0
             used.add("accumulator")
         elif effect in ("promoted", "reload4"):
-            _, inst_n, _ = _count_site(site, space, hoist, False, issue)
+            inst_n = inst(hoist)
             _, _, sec_n = _count_site(site, space, hoist, want_sectors)
             if effect == "reload4":
                 inner = max(hoist)
@@ -1072,18 +1113,18 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
                     body = None
             if body is not None:           # one unrolled body issues body[1] loads instead of body[0]
                 used.add("cse" if gl else "merge")
-                _, inst_n, _ = _count_site(site, space, region, False, issue)
+                inst_n = inst(region)
                 _, _, sec_n = _count_site(site, space, region, want_sectors)
                 inst_n *= body[1]
                 sec_n = None if sec_n is None else sec_n * body[1]
             else:
-                _, inst_n, _ = _count_site(site, space, set(), False, issue)
+                inst_n = inst(set())
                 _, _, sec_n = _count_site(site, space, set(), want_sectors) if want_sectors else (0, 0, 0)
             if any(c[1] == "ite" for c in site.conds) and site.kind == "read":
                 used.add("predicated")
         if _DEBUG:
             print(f"  {site.name:16s} {site.kind:5s} inst={inst_n!s:>10} sec={sec_n!s:>10} effect={effect} "
-                  f"region={sorted(region)} issue={[str(c) for c in issue]}")
+                  f"region={sorted(region)} issue={[[str(c) for c in iss] for iss in issues]}")
         if site.async_copy:             # the LDGSTS is counted once, at its global read
             used.add("ldgsts")
             ncu_inst["ldgsts"] += inst_n if gl and site.kind == "read" else 0
