@@ -938,13 +938,13 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict) -
 
 
 def _tail_runs(site: Site, cs: list, serial: list[int], unrolled: set[int], sole: list) -> list | None:
-    """The copies of an `if` that TVM unrolled at a kernel's end, in runs with identical tests: TVM simplifies
-    row + a < bound (a the unrolled copy) to one test per run of copies, nvcc predicates the stores of every
-    run but the last and turns the last run's test into an early exit (warps with no lane in range skip it).
+    """The unrolled copies of an `if` at a kernel's end, in runs with identical tests: row + a < bound (a the
+    copy) is one test per run of copies (TVM or nvcc simplifies it so), nvcc predicates the stores of every run
+    but the last and turns the last run's test into an early exit (warps with no lane in range skip it).
     [(first copy, end)] for two runs or more, else None."""
     i0 = serial[-1]
     f, ext = site.loops[i0][0], site.loops[i0][1]
-    if i0 not in unrolled or site.loops[i0][3] != TVM_UNROLLED or not sole or not sole[-1]:
+    if i0 not in unrolled or not sole or not sole[-1]:
         return None
     if any(_uses(c, site.loops[i][0]) for i in serial[:-1] for c in cs):
         return None
