@@ -36,6 +36,8 @@ EFFECTS = {
                    "register: the zero it was initialised with is forwarded (no load) and, for a kernel "
                    "argument with no branch in the loop, one store after the loop; otherwise every iteration "
                    "stores, and a loop too long to unroll reloads it every 4 iterations",
+    "requests": "a 64- or 128-bit global access is served 128 bytes at a time (by half or quarter warps): a "
+                "32-byte sector that two of those requests touch counts twice",
     "sectors": "global load sectors are not predicted at this size: a predicated load whose active lanes and "
                "addresses both move along a long loop would have to be visited lane by lane (null)",
     "predicated": "a zero-padding guard (if_then_else) becomes a predicated load: the warp issues it even when no "
@@ -637,9 +639,8 @@ def _enumerate_compressed(loops, members, mconds, mterms, tx, site, space, secto
     out["warp_points"] = int((m.any(axis=-1) * wrow).sum())
     if sectors:
         a = addr.reshape(-1, warps, WARP)[..., None] + site_stride(site) * np.arange(site.lanes)
-        a = a.reshape(-1, WARP * site.lanes)
-        mm = np.repeat(m.reshape(-1, WARP), site.lanes, axis=1)
-        wr = wrow.reshape(-1)
+        a, mm = _requests(a, np.repeat(m.reshape(-1, WARP), site.lanes, axis=1), site.lanes)
+        wr = np.repeat(wrow.reshape(-1), site.lanes)
         keep = mm.any(axis=1)
         a, mm, wr = a[keep], mm[keep], wr[keep]
         for r, distinct in enumerate(_distinct_sectors(a, mm)):
@@ -705,6 +706,14 @@ def _full_period(e, v) -> int | None:
     if t == "FloorDiv" and type(e.b).__name__ == "IntImm":
         return _full_period(e.a, v)
     return None
+
+
+def _requests(a, active, lanes: int):
+    """A warp's addresses (one row of WARP * lanes floats) as the requests the memory unit counts sectors in:
+    a 64- or 128-bit access is served 128 bytes at a time, by half or quarter warps, and a sector that two of
+    them touch is counted twice (read off an H200: 5,800 sectors where the warp's distinct sectors are
+    5,600)."""
+    return a.reshape(-1, WARP), active.reshape(-1, WARP)
 
 
 def _distinct_sectors(a, active):
@@ -785,8 +794,7 @@ def _enumerate(loops, members, mconds, mterms, tx, site, space, sectors):
         warp_points += int(m.any(axis=-1).sum())
         if sectors:
             a = addr.reshape(-1, warps, WARP)[..., None] + site_stride(site) * np.arange(site.lanes)
-            a = a.reshape(-1, WARP * site.lanes)
-            mm = np.repeat(m.reshape(-1, WARP), site.lanes, axis=1)
+            a, mm = _requests(a, np.repeat(m.reshape(-1, WARP), site.lanes, axis=1), site.lanes)
             keep = mm.any(axis=1)
             a, mm = a[keep], mm[keep]
             for r, distinct in enumerate(_distinct_sectors(a, mm)):
@@ -1132,6 +1140,8 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
             ncu_inst[f"{'global' if gl else 'shared'}_{'ld' if site.kind == 'read' else 'st'}"] += inst_n
         if want_sectors:
             sectors = None if sectors is None or sec_n is None else sectors + sec_n
+            if site.lanes > 1:
+                used.add("requests")
     if cuda:
         for c in col.commits:           # three `@!PT LDS RZ, [RZ]` before each group of LDGSTS
             ncu_inst["shared_ld"] += 3 * _count_site(c, space, set(), False)[1]
