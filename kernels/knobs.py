@@ -548,7 +548,7 @@ def _interleave_problem(k, s: Shape) -> str | None:
                 "interleave=false.")
     for name, _, axis, _ in tiles:
         dim, t = ("M", k.tile_m) if axis == 0 else ("N", k.tile_n)
-        if s[dim] % t:
+        if t > 0 and s[dim] % t:         # (a tile of 0 has its own sentence)
             return (f"interleave=true lays {name}'s shared tile out in whole block tiles, and tile_{dim.lower()}={t} "
                     f"does not divide {dim}={s[dim]}; pick a tile that divides {dim}, or interleave=false.")
     return None
