@@ -28,8 +28,8 @@ SECTOR = 8                # float32 elements per 32-byte sector
 TVM_UNROLLED = -1         # a loop's unroll cost when TVM itself unrolled it (always straight-line for nvcc)
 UNROLL_LIMIT = 512        # nvcc fully unrolls a constant loop whose unrolled body has up to about this many stores
 _DEBUG = False
-ENUM_LIMIT = 40_000_000
-ENUM_FAST = 2_000_000     # above this many points, count one loop in closed form instead of visiting it   # points one enumeration may visit before it is done in chunks
+ENUM_LIMIT = 40_000_000   # points one enumeration may visit (in chunks) before it declines
+ENUM_FAST = 2_000_000     # above this many points, count one loop in closed form instead of visiting it
 
 EFFECTS = {
     "accumulator": "nvcc keeps a global accumulator (X[i] = X[i] + ... in a loop that does not move i) in a "
@@ -39,7 +39,10 @@ EFFECTS = {
     "requests": "a 64- or 128-bit global access is served 128 bytes at a time (by half or quarter warps): a "
                 "32-byte sector that two of those requests touch counts twice",
     "sectors": "global load sectors are not predicted at this size: a predicated load whose active lanes and "
-               "addresses both move along a long loop would have to be visited lane by lane (null)",
+               "addresses both move along a long loop, in a way that is not a shift of one block by its index, "
+               "would have to be visited lane by lane (null)",
+    "lone_copy": "an `if (threadIdx < n)` around one plain copy, alone between two barriers in a loop nvcc "
+                 "does not unroll, is predicated, not branched: every warp issues the load and the store",
     "predicated": "a zero-padding guard (if_then_else) becomes a predicated load: the warp issues it even when no "
                   "lane is in bounds, and only in-bounds lanes fetch sectors",
     "cse": "nvcc fully unrolls small constant inner loops and loads each distinct address once per unrolled "
@@ -127,6 +130,8 @@ class _Collector:
         self.sole: list[bool] = []          # per enclosing serial loop: its body is one statement
         self.if_sole: dict = {}             # if id -> the sole flags of the serial loops around it
         self.if_tail: dict = {}             # if id -> nothing follows it in its kernel
+        self.if_copy: set = set()           # ifs alone between two barriers whose body is one plain copy
+        self.between_barriers: set = set()  # ifs with a barrier right before and right after them
         self.tail = True
         self.store_scope = "global"
         self.epoch = 0                      # barriers seen so far in program order
@@ -162,6 +167,10 @@ class _Collector:
             d, k = len(loops), s.__chandle__()      # id() of a TVM wrapper is reused once it is freed
             self.if_sole[k] = list(self.sole)
             self.if_tail[k] = self.tail
+            body = s.then_case
+            if s.else_case is None and type(body).__name__ == "BufferStore" and k in self.between_barriers and \
+                    type(body.value).__name__ in ("BufferLoad", "TensorLoad"):
+                self.if_copy.add(k)
             self.stmt(s.then_case, loops, conds + [(c, "if", d, k) for c in _conjuncts(s.condition)])
             if s.else_case is not None:
                 self.stmt(s.else_case, loops, conds + [(_not(s.condition), "if", d, k + 1)])
@@ -192,6 +201,11 @@ class _Collector:
                 self.expr(s.value, loops, conds)
         elif t == "SeqStmt":
             tail = self.tail
+            seq = list(s.seq)
+            for i in range(1, len(seq) - 1):
+                if type(seq[i]).__name__ == "IfThenElse" and all(
+                        type(x).__name__ == "Evaluate" and is_sync(x) for x in (seq[i - 1], seq[i + 1])):
+                    self.between_barriers.add(seq[i].__chandle__())
             for i, c in enumerate(s.seq):
                 self.tail = tail and i == len(s.seq) - 1
                 self.stmt(c, loops, conds)
@@ -517,6 +531,90 @@ def _enumerate_free(loops, members, mconds, mterms, tx, site, space, sectors, f)
     return out
 
 
+def _warp_sectors(addr, mask, site, warps):
+    """Warp instructions and per-residue distinct sectors of a grid whose last axis is the thread index."""
+    m = mask.reshape(-1, warps, WARP)
+    secs = np.zeros(SECTOR, dtype=object)
+    a = addr.reshape(-1, warps, WARP)[..., None] + site_stride(site) * np.arange(site.lanes)
+    a, mm = _requests(a, np.repeat(m.reshape(-1, WARP), site.lanes, axis=1), site.lanes)
+    keep = mm.any(axis=1)
+    for r, distinct in enumerate(_distinct_sectors(a[keep], mm[keep])):
+        secs[r] += int(distinct.sum())
+    return int(m.any(axis=-1).sum()), secs
+
+
+def _enumerate_classes(loops, members, mconds, mterms, tx, site, space, f):
+    """Exact warp sectors without visiting every iteration of the long loop f (a block index), where every
+    test is linear in f and the addresses move with f as a * f: for the f whose tests hold at every point of
+    the other loops (the interior blocks), the warps' sectors are those of one block shifted by a * f, so
+    they depend on a * f mod 8 alone and are counted once per residue; the few f where a test holds at some
+    points only (the edge blocks) are visited; the f where a test never holds issue nothing. None where
+    that does not apply."""
+    fv = loops[f][0]
+    lin = [_linear(c, fv) for c in mconds]
+    if tx is None or any(x is None for x in lin):
+        return None
+    is_f = [e is not None and type(e).__name__ == "Var" and e.same_as(fv) for _, e in mterms]
+    if any(e is not None and _uses(e, fv) and not x for (_, e), x in zip(mterms, is_f)):
+        return None
+    af = sum(c for (c, _), x in zip(mterms, is_f) if x)
+    rest_terms = [t for t, x in zip(mterms, is_f) if not x]
+    order = [i for i in members if i not in (tx, f)] + [tx]
+    warps = -(-loops[tx][1] // WARP)
+    exts = [loops[i][1] for i in order[:-1]] + [warps * WARP]
+    ext = loops[f][1]
+    if math.prod(exts) > ENUM_FAST:
+        return None
+    grids = np.indices(exts, dtype=np.int64)
+    env = {space.names(loops[i][0], loops[i][0].name): grids[k] for k, i in enumerate(order)}
+    base_mask = env[space.names(loops[tx][0], loops[tx][0].name)] < loops[tx][1]
+    fs = np.arange(ext, dtype=np.int64)
+    always = np.ones(ext, dtype=bool)
+    never = np.zeros(ext, dtype=bool)
+    moving = []
+    for (kind, bound, cf, rest), c in zip(lin, mconds):
+        if cf == 0:
+            base_mask &= np.broadcast_to(np.asarray(space.eval(c, env), dtype=bool), exts)
+    empty = {"points": 0, "warp_points": 0, "hist": np.zeros(SECTOR, dtype=object),
+             "sectors": np.zeros(SECTOR, dtype=object)}
+    if not base_mask.any():
+        return empty
+    for (kind, bound, cf, rest), c in zip(lin, mconds):
+        if cf == 0:
+            continue
+        lim = bound - _value(rest, space, env, exts)     # cf * f <= lim ('le') or >= lim ('ge')
+        lo, hi = int(lim[base_mask].min()), int(lim[base_mask].max())
+        if kind == "le":
+            always &= cf * fs <= lo
+            never |= cf * fs > hi
+        else:
+            always &= cf * fs >= hi
+            never |= cf * fs < lo
+        moving.append(c)
+    inner = always & ~never
+    edge = np.nonzero(~always & ~never)[0]
+    if len(edge) * math.prod(exts) > ENUM_LIMIT:
+        return None
+    base = _value(rest_terms, space, env, exts)
+    wp, s = _warp_sectors(base, base_mask, site, warps)
+    per_res = np.bincount((af * fs[inner]) % SECTOR, minlength=SECTOR)
+    n_in = int(inner.sum())
+    out = {"points": n_in * int(base_mask.sum()), "warp_points": n_in * wp, "hist": np.zeros(SECTOR, dtype=object),
+           "sectors": np.array([sum(int(per_res[q]) * s[(r + q) % SECTOR] for q in range(SECTOR))
+                                for r in range(SECTOR)], dtype=object)}
+    name = space.names(fv, fv.name)
+    for fe in edge:                       # the edge blocks, one at a time
+        env[name] = np.int64(fe)
+        mask = base_mask.copy()
+        for c in moving:
+            mask &= np.broadcast_to(np.asarray(space.eval(c, env), dtype=bool), exts)
+        wp, s = _warp_sectors(base + af * int(fe), mask, site, warps)
+        out["points"] += int(mask.sum())
+        out["warp_points"] += wp
+        out["sectors"] += s
+    return out
+
+
 def _single_var_parts(e, v, out: list) -> bool:
     """Collect the largest sub-expressions of e that involve v and nothing else; False when v meets another
     variable inside a non-linear operation (then v cannot be summarised on its own)."""
@@ -751,6 +849,11 @@ def _enumerate(loops, members, mconds, mterms, tx, site, space, sectors):
                 break
     if comp is not None:
         return _enumerate_compressed(loops, members, mconds, mterms, tx, site, space, sectors, comp)
+    if sectors and tx is not None and total > ENUM_FAST and site.threads > 1:
+        for f in sorted(big, key=lambda i: -loops[i][1]):
+            res = _enumerate_classes(loops, members, mconds, mterms, tx, site, space, f)
+            if res is not None:
+                return res
     if sectors and tx is not None and total > ENUM_LIMIT and site.threads > 1:
         return None               # exact sectors would visit every lane: left out at this size
     order = [i for i in members if i != tx] + ([tx] if tx is not None else [])
@@ -870,7 +973,8 @@ def _costly(e) -> bool:
     return bool(found)
 
 
-def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict) -> tuple[list, set[int]]:
+def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict,
+                 if_copy: set = frozenset(), effects: set | None = None) -> tuple[list, set[int]]:
     """The conditions that decide whether a warp issues the access, and the unrolled loops across which its
     copies share one basic block (where nvcc can share or merge loads).
 
@@ -914,8 +1018,16 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict) -
             keep += cs                  # guarded select into registers, or with costly addressing: a branch
             combined = True
         elif serial and serial[-1] not in unrolled:
+            # a test that does not move with the loop is a branch, unless it guards one plain copy, alone
+            # between two barriers, by the thread index alone (`if (tx < n) S[tx] = G[..]`): nvcc predicates
+            # the load and the store (every warp issues them)
+            lone_copy = key in if_copy and all(any(_uses(c, t) for t in tx) and
+                                               all(any(v.same_as(t) for t in tx) for v in free_vars(c)) for c in cs)
             if not any(_uses(c, site.loops[serial[-1]][0]) for c in cs):
-                keep += cs
+                if not lone_copy:
+                    keep += cs
+                elif effects is not None:
+                    effects.add("lone_copy")
         else:
             sole = if_sole.get(key, [])
             block, merged = 1, set()
@@ -1097,7 +1209,7 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
         gl = level == "global"
         want_sectors = gl and site.kind == "read"
         unr = _unrolled(site)
-        issues, region = _issue_conds(site, unr, col.if_sole, col.if_tail)
+        issues, region = _issue_conds(site, unr, col.if_sole, col.if_tail, col.if_copy, used)
 
         def inst(drop, site=site, issues=issues):
             return sum(_count_site(site, space, drop, False, iss)[1] for iss in issues)

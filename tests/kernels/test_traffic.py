@@ -141,3 +141,23 @@ def test_traffic_command_prints_the_recorded_seed_gemm_counters():
     ncu = json.loads(out.stdout)["ncu"]
     for m, v in ncu.items():
         assert v == int(row[m]), m
+
+
+@pytest.mark.parametrize("s", [{"M": 1 << 16, "N": 256}, {"M": 50_000, "N": 300}])
+def test_sectors_counted_per_block_residue_equal_sectors_counted_lane_by_lane(s, monkeypatch):
+    """The long block loop of conv1d is counted once per address residue mod 8 (interior blocks) plus its edge
+    blocks one by one; forcing that path at a size where visiting every lane is still cheap gives the same
+    counts as visiting every lane."""
+    from kernels import _count
+    k = resolve("conv1d", "cuda", s, "", "tile=1024,patch=8,k_split=64,cache_a=local")
+    func = traffic._for_counting("conv1d", tuple(s.items()), k, "cuda")
+    used = []
+    orig = _count._enumerate_classes
+    monkeypatch.setattr(_count, "_enumerate_classes", lambda *a: used.append(orig(*a)) or used[-1])
+    monkeypatch.setattr(_count, "ENUM_FAST", 200_000)
+    by_class = _count.count("conv1d", s, k, "cuda", func).ncu
+    assert any(r is not None for r in used)
+    monkeypatch.setattr(_count, "ENUM_FAST", 10 ** 10)
+    monkeypatch.setattr(_count, "ENUM_LIMIT", 10 ** 10)
+    by_lane = _count.count("conv1d", s, k, "cuda", func).ncu
+    assert by_class == by_lane and by_lane["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] > 0
