@@ -49,7 +49,8 @@ EFFECTS = {
            "body (common-subexpression elimination)",
     "ldgsts": "a cp.async copy is one LDGSTS instruction per warp (counted under "
               "smsp__inst_executed_op_ldgsts, not as a global load or shared store; its sectors are global load "
-              "sectors), and nvcc puts three predicated-off shared loads before each group of them",
+              "sectors), and nvcc puts three predicated-off shared loads before each run of them (copies of one "
+              "commit group under different branch tests are separate runs)",
     "merge": "nvcc merges adjacent, provably 16-byte-aligned shared-memory reads of an unrolled body into "
              "64- and 128-bit loads (global loads are not merged: their pointer alignment is unknown)",
 }
@@ -70,6 +71,7 @@ class Site:
     into: str = "global"                # scope of the store the access belongs to (a load's destination)
     epoch: int = 0                      # barriers passed before it, in program order
     async_copy: bool = False            # part of a cp.async copy (global -> shared in one LDGSTS)
+    commit: int = -1                    # the async_commit_queue_scope (index into commits) it belongs to
 
 
 def _conjuncts(c) -> list:
@@ -133,6 +135,7 @@ class _Collector:
         self.if_copy: set = set()           # ifs alone between two barriers whose body is one plain copy
         self.between_barriers: set = set()  # ifs with a barrier right before and right after them
         self.tail = True
+        self.commit = -1
         self.store_scope = "global"
         self.epoch = 0                      # barriers seen so far in program order
         self.async_copy = False             # inside an async_scope (the copy becomes cp.async)
@@ -190,7 +193,9 @@ class _Collector:
             from tvm import tirx
             self.commits.append(Site(None, "", "shared", "read", tirx.const(0, "int32"), 1, loops, conds,
                                      self.threads))
+            was, self.commit = self.commit, len(self.commits) - 1
             self.stmt(s.body, loops, conds)
+            self.commit = was
         elif t == "LetStmt":
             self.expr(s.value, loops, conds)
             self.stmt(s.body, loops, conds)
@@ -220,7 +225,8 @@ class _Collector:
             self.expr(e.indices[0], loops, conds)
             self.sites.append(Site(e.source, e.source.name, scope_of(e.source), "read", e.indices[0],
                                    _lanes(e.indices[0], e.source), loops, conds, self.threads, into=self.store_scope,
-                                   epoch=self.epoch, async_copy=self.async_copy))
+                                   epoch=self.epoch, async_copy=self.async_copy,
+                                   commit=self.commit if self.async_copy else -1))
             return
         if t == "Call" and e.op.name.endswith("if_then_else") or t == "Select":
             c, a, b = (e.args if t == "Call" else (e.condition, e.true_value, e.false_value))
@@ -1023,11 +1029,14 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict,
             # the load and the store (every warp issues them)
             lone_copy = key in if_copy and all(any(_uses(c, t) for t in tx) and
                                                all(any(v.same_as(t) for t in tx) for v in free_vars(c)) for c in cs)
-            if not any(_uses(c, site.loops[serial[-1]][0]) for c in cs):
-                if not lone_copy:
-                    keep += cs
-                elif effects is not None:
+            # nvcc splits the test: its conjuncts that do not move with the loop are a branch, the rest a
+            # predicate (an async copy `if (row < M && k < K)` in the k loop: warps wholly past M skip it)
+            fixed = [c for c in cs if not _uses(c, site.loops[serial[-1]][0])]
+            if lone_copy and len(fixed) == len(cs):
+                if effects is not None:
                     effects.add("lone_copy")
+            else:
+                keep += fixed
         else:
             sole = if_sole.get(key, [])
             block, merged = 1, set()
@@ -1196,6 +1205,7 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
     scalar_inst = {"global": 0, "shared": 0, "register": 0}
     sectors = 0
     used = set()
+    runs: dict = {}                     # commit index -> the branch tests of its async copies
     acc = _accumulators(col.sites, params) if cuda else {}
     for site in col.sites:
         level = level_of(site.scope)
@@ -1210,6 +1220,9 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
         want_sectors = gl and site.kind == "read"
         unr = _unrolled(site)
         issues, region = _issue_conds(site, unr, col.if_sole, col.if_tail, col.if_copy, used)
+        if site.async_copy and gl and site.kind == "read" and site.commit >= 0:
+            runs.setdefault(site.commit, {})[tuple(str(c) for c in issues[0]) if len(issues) == 1 else
+                                             ("?",)] = issues[0] if len(issues) == 1 else []
 
         def inst(drop, site=site, issues=issues):
             return sum(_count_site(site, space, drop, False, iss)[1] for iss in issues)
@@ -1255,8 +1268,11 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
             if site.lanes > 1:
                 used.add("requests")
     if cuda:
-        for c in col.commits:           # three `@!PT LDS RZ, [RZ]` before each group of LDGSTS
-            ncu_inst["shared_ld"] += 3 * _count_site(c, space, set(), False)[1]
+        # three `@!PT LDS RZ, [RZ]` before each run of LDGSTS: a commit group's copies under different
+        # branch tests are separate runs, each with its fences inside its branch
+        for j, c in enumerate(col.commits):
+            for test in (runs.get(j) or {(): []}).values():
+                ncu_inst["shared_ld"] += 3 * _count_site(c, space, set(), False, [x[0] for x in c.conds] + test)[1]
     o = OPS[op]
     ncu = {}
     if cuda and sectors is None:

@@ -18,11 +18,6 @@ KNOWN = {
     # iteration (7,620 = 3 x 2,540, read from the kernel's SASS); the model counts one arm.
     ("dwsep_conv2d", '{"B": 1, "C": 5, "H": 128, "W": 128, "K": 3, "F": 8}', "best", "cache_d=shared"):
         "tap loads duplicated into both arms of a row branch",
-    # A pass-4 kernel profiled to calibrate the model (not shipped): 3 stages with remainders issue 3.3% more
-    # shared loads; nvcc branches over the guarded A copy and predicates B's, which starts a second run of
-    # cp.async, and it puts 3 fence loads before each run (6 per iteration; the model counts 3 per group).
-    ("gemm", '{"M": 1000, "N": 1024, "K": 1000}', "", "stages=3"):
-        "the fence loads before each run of cp.async: a branch over one copy starts a second run",
 }
 
 
