@@ -41,6 +41,9 @@ EFFECTS = {
     "sectors": "global load sectors are not predicted at this size: a predicated load whose active lanes and "
                "addresses both move along a long loop, in a way that is not a shift of one block by its index, "
                "would have to be visited lane by lane (null)",
+    "first_arm": "`acc += (row_ok ? X : 0) * W` with a row test the whole warp shares becomes a branch with the "
+                 "W loads in both arms; for the first unrolled copy nvcc issues the other arm's W loads "
+                 "predicated ahead of the branch, so warps whose row is in range issue them twice",
     "lone_copy": "an `if (threadIdx < n)` around one plain copy, alone between two barriers in a loop nvcc "
                  "does not unroll, is predicated, not branched: every warp issues the load and the store",
     "predicated": "a zero-padding guard (if_then_else) becomes a predicated load: the warp issues it even when no "
@@ -72,6 +75,7 @@ class Site:
     epoch: int = 0                      # barriers passed before it, in program order
     async_copy: bool = False            # part of a cp.async copy (global -> shared in one LDGSTS)
     commit: int = -1                    # the async_commit_queue_scope (index into commits) it belongs to
+    stmt: int = -1                      # the store statement it is part of
 
 
 def _conjuncts(c) -> list:
@@ -136,6 +140,7 @@ class _Collector:
         self.between_barriers: set = set()  # ifs with a barrier right before and right after them
         self.tail = True
         self.commit = -1
+        self.stmt_no = -1                   # store statements seen so far
         self.store_scope = "global"
         self.epoch = 0                      # barriers seen so far in program order
         self.async_copy = False             # inside an async_scope (the copy becomes cp.async)
@@ -179,6 +184,7 @@ class _Collector:
                 self.stmt(s.else_case, loops, conds + [(_not(s.condition), "if", d, k + 1)])
         elif t == "BufferStore":
             self.store_scope = scope_of(s.buffer)
+            self.stmt_no += 1
             self.expr(s.value, loops, conds)
             self.expr(s.indices[0], loops, conds)
             acc = _reads_same(s.value, s.buffer, s.indices[0])
@@ -226,7 +232,7 @@ class _Collector:
             self.sites.append(Site(e.source, e.source.name, scope_of(e.source), "read", e.indices[0],
                                    _lanes(e.indices[0], e.source), loops, conds, self.threads, into=self.store_scope,
                                    epoch=self.epoch, async_copy=self.async_copy,
-                                   commit=self.commit if self.async_copy else -1))
+                                   commit=self.commit if self.async_copy else -1, stmt=self.stmt_no))
             return
         if t == "Call" and e.op.name.endswith("if_then_else") or t == "Select":
             c, a, b = (e.args if t == "Call" else (e.condition, e.true_value, e.false_value))
@@ -1066,6 +1072,35 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict,
     return [keep + [f >= lo, f < hi] + (cs if j == len(runs) - 1 else []) for j, (lo, hi) in enumerate(runs)], region
 
 
+def _first_arm_hoisted(site: Site, issue: list, col: _Collector, space: _Space) -> int:
+    """Extra warp loads of a global read that sits beside a branched zero-padding select in one statement
+    (`acc += (row_ok ? X[..] : 0) * W[..]`, with row_ok the same for the whole warp and fixed across the
+    innermost unrolled loop): nvcc makes the select a branch with W loaded in both arms, and for the first
+    unrolled copy of the branch it issues the other arm's loads predicated before the branch, so the warps
+    that take the branch issue them twice. Read from the SASS of a loop nvcc does not unroll, whose body is
+    these copies with no other `if` around them; 0 where that is not the case."""
+    if any(c[1] == "ite" for c in site.conds) or any(c[1] == "if" for c in site.conds):
+        return 0
+    serial = [i for i, l in enumerate(site.loops) if not l[2]]
+    unrolled = _unrolled(site)
+    if not serial or serial[0] in unrolled or not unrolled:
+        return 0
+    for x in col.sites:
+        if x is site or x.stmt != site.stmt or x.kind != "read" or level_of(x.scope) != "global" or \
+                any(c[1] == "if" for c in x.conds) or not any(c[1] == "ite" for c in x.conds):
+            continue
+        x_unr = _unrolled(x)
+        x_issue, _ = _issue_conds(x, x_unr, col.if_sole, col.if_tail, col.if_copy)
+        tx = [l[0] for l in x.loops if l[2] and not _is_block(l[0])]
+        branch = [c for c in (x_issue[0] if len(x_issue) == 1 else []) if not any(_uses(c, t) for t in tx)
+                  and any(c.same_as(d[0]) for d in x.conds if d[1] == "ite")]
+        first = [x.loops[i][0] for i in sorted(x_unr) if any(_uses(c, x.loops[i][0]) for c in branch)]
+        if not branch or not first:
+            continue
+        return _count_site(site, space, set(), False, issue + branch + [first[0] < 1])[1]
+    return 0
+
+
 def _tail_runs(site: Site, cs: list, serial: list[int], unrolled: set[int], sole: list) -> list | None:
     """The unrolled copies of an `if` at a kernel's end, in runs with identical tests: row + a < bound (a the
     copy) is one test per run of copies (TVM or nvcc simplifies it so), nvcc predicates the stores of every run
@@ -1253,6 +1288,11 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
             else:
                 inst_n = inst(set())
                 _, _, sec_n = _count_site(site, space, set(), want_sectors) if want_sectors else (0, 0, 0)
+                if gl and site.kind == "read" and len(issues) == 1:
+                    extra = _first_arm_hoisted(site, issues[0], col, space)
+                    if extra:
+                        inst_n += extra
+                        used.add("first_arm")
             if any(c[1] == "ite" for c in site.conds) and site.kind == "read":
                 used.add("predicated")
         if _DEBUG:
