@@ -26,6 +26,7 @@ from .records import Counts
 WARP = 32
 SECTOR = 8                # float32 elements per 32-byte sector
 TVM_UNROLLED = -1         # a loop's unroll cost when TVM itself unrolled it (always straight-line for nvcc)
+BRANCHY_UNROLL = 64       # nvcc unrolls a loop of more than 4 iterations with a warp-uniform select only this far
 UNROLL_LIMIT = 512        # nvcc fully unrolls a constant loop whose unrolled body has up to about this many stores
 _DEBUG = False
 ENUM_LIMIT = 40_000_000   # points one enumeration may visit (in chunks) before it declines
@@ -168,7 +169,10 @@ class _Collector:
             if s.__chandle__() in self.tvm_unrolled:
                 cost = TVM_UNROLLED     # TVM unrolled it: nvcc sees straight-line code
             else:
-                cost = ext * _stores(s.body) if ext <= 4 or not _branches(s.body, self.thread_vars) else 1 << 20
+                cost = ext * _stores(s.body)
+                kind = _branches(s.body, self.thread_vars, [l[0] for l in loops if not l[2]] + [s.loop_var])
+                if ext > 4 and (kind == "if" or kind == "select" and cost > BRANCHY_UNROLL):
+                    cost = 1 << 20      # kept rolled
             self.stmt(s.body, loops + [(s.loop_var, ext, False, cost)], conds)
             self.sole.pop()
         elif t == "IfThenElse":
@@ -257,28 +261,38 @@ def _stores(s) -> int:
     return sum(_stores(c) for c in children(s))
 
 
-def _branches(s, thread_vars) -> bool:
-    """Whether s holds a branch nvcc keeps: a statement `if` on a run-time test, or a zero-padding select whose
-    test is the same for the whole warp (no threadIdx)."""
-    found = []
+def _branches(s, thread_vars, serial_vars=()) -> str | None:
+    """The branch nvcc keeps in s: "if" for a statement `if` on a run-time test, "select" for a zero-padding
+    select with a conjunct the whole warp shares (no threadIdx: nvcc branches on it), None for neither. An
+    `if` on serial loop counters alone (a reduction's `if (ry == 0 && rx == 0) acc = 0`) is decided at
+    compile time once the loops are unrolled: not a branch."""
+    found = set()
+    counters = list(serial_vars)
+
+    def on_counters(c) -> bool:
+        vs, loads = free_vars(c), []
+        _visit(c, lambda n: loads.append(n) if type(n).__name__ in ("BufferLoad", "TensorLoad") else None)
+        return bool(vs) and not loads and all(any(v.same_as(u) for u in counters) for v in vs)
 
     def expr(e):
         def v(n):
             if type(n).__name__ == "Call" and n.op.name.endswith("if_then_else"):
-                if not any(_uses(n.args[0], t) for t in thread_vars):
-                    found.append(n)
+                if any(free_vars(c) and not any(_uses(c, t) for t in thread_vars) for c in _conjuncts(n.args[0])):
+                    found.add("select")
         _visit(e, v)
 
     def stmt(x):
         t = type(x).__name__
-        if t == "IfThenElse":
-            found.append(x)
+        if t == "For":
+            counters.append(x.loop_var)
+        if t == "IfThenElse" and not on_counters(x.condition):
+            found.add("if")
         elif t == "BufferStore":
             expr(x.value)
         for c in children(x):
             stmt(c)
     stmt(s)
-    return bool(found)
+    return "if" if "if" in found else "select" if found else None
 
 
 def _visit_children(e, f):
