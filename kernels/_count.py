@@ -491,20 +491,28 @@ def _value(terms, space, env, shape):
     return out
 
 
-def _enumerate_free(loops, members, mconds, mterms, tx, site, space, sectors, f):
-    """As _enumerate, without visiting the loop f: every conjunct is linear in f, so each point of the other
-    loops admits one interval of f, counted in closed form. Warp instructions take the union of the lanes'
-    intervals; the sector histogram counts the f of each residue class. Returns None where that does not
-    apply (a non-linear test, or a warp whose lanes' addresses and activity both move with f)."""
-    fv = loops[f][0]
+def _split_on(fv, mconds, mterms):
+    """(each test as linear in fv, fv's coefficient in the address, the address terms without fv), or None
+    where a test is not linear in fv or fv enters the address other than as a plain term."""
     lin = [_linear(c, fv) for c in mconds]
     if any(x is None for x in lin):
         return None
     is_f = [e is not None and type(e).__name__ == "Var" and e.same_as(fv) for _, e in mterms]
     if any(e is not None and _uses(e, fv) and not x for (_, e), x in zip(mterms, is_f)):
         return None
-    af = sum(c for (c, _), x in zip(mterms, is_f) if x)
-    rest_terms = [t for t, x in zip(mterms, is_f) if not x]
+    return lin, sum(c for (c, _), x in zip(mterms, is_f) if x), [t for t, x in zip(mterms, is_f) if not x]
+
+
+def _enumerate_free(loops, members, mconds, mterms, tx, site, space, sectors, f):
+    """As _enumerate, without visiting the loop f: every conjunct is linear in f, so each point of the other
+    loops admits one interval of f, counted in closed form. Warp instructions take the union of the lanes'
+    intervals; the sector histogram counts the f of each residue class. Returns None where that does not
+    apply (a non-linear test, or a warp whose lanes' addresses and activity both move with f)."""
+    fv = loops[f][0]
+    split = _split_on(fv, mconds, mterms)
+    if split is None:
+        return None
+    lin, af, rest_terms = split
     single = tx is None or site.threads == 1
     if sectors and not single:
         return None
@@ -577,14 +585,10 @@ def _enumerate_classes(loops, members, mconds, mterms, tx, site, space, f):
     points only (the edge blocks) are visited; the f where a test never holds issue nothing. None where
     that does not apply."""
     fv = loops[f][0]
-    lin = [_linear(c, fv) for c in mconds]
-    if tx is None or any(x is None for x in lin):
+    split = None if tx is None else _split_on(fv, mconds, mterms)
+    if split is None:
         return None
-    is_f = [e is not None and type(e).__name__ == "Var" and e.same_as(fv) for _, e in mterms]
-    if any(e is not None and _uses(e, fv) and not x for (_, e), x in zip(mterms, is_f)):
-        return None
-    af = sum(c for (c, _), x in zip(mterms, is_f) if x)
-    rest_terms = [t for t, x in zip(mterms, is_f) if not x]
+    lin, af, rest_terms = split
     order = [i for i in members if i not in (tx, f)] + [tx]
     warps = -(-loops[tx][1] // WARP)
     exts = [loops[i][1] for i in order[:-1]] + [warps * WARP]
