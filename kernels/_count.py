@@ -138,7 +138,6 @@ class _Collector:
         self.if_sole: dict = {}             # if id -> the sole flags of the serial loops around it
         self.if_tail: dict = {}             # if id -> nothing follows it in its kernel
         self.if_copy: set = set()           # ifs alone between two barriers whose body is one plain copy
-        self.between_barriers: set = set()  # ifs with a barrier right before and right after them
         self.tail = True
         self.commit = -1
         self.stmt_no = -1                   # store statements seen so far
@@ -179,10 +178,6 @@ class _Collector:
             d, k = len(loops), s.__chandle__()      # id() of a TVM wrapper is reused once it is freed
             self.if_sole[k] = list(self.sole)
             self.if_tail[k] = self.tail
-            body = s.then_case
-            if s.else_case is None and type(body).__name__ == "BufferStore" and k in self.between_barriers and \
-                    type(body.value).__name__ in ("BufferLoad", "TensorLoad"):
-                self.if_copy.add(k)
             self.stmt(s.then_case, loops, conds + [(c, "if", d, k) for c in _conjuncts(s.condition)])
             if s.else_case is not None:
                 self.stmt(s.else_case, loops, conds + [(_not(s.condition), "if", d, k + 1)])
@@ -217,10 +212,12 @@ class _Collector:
         elif t == "SeqStmt":
             tail = self.tail
             seq = list(s.seq)
-            for i in range(1, len(seq) - 1):
-                if type(seq[i]).__name__ == "IfThenElse" and all(
-                        type(x).__name__ == "Evaluate" and is_sync(x) for x in (seq[i - 1], seq[i + 1])):
-                    self.between_barriers.add(seq[i].__chandle__())
+            for prev, x, nxt in zip(seq, seq[1:], seq[2:]):
+                if type(x).__name__ == "IfThenElse" and x.else_case is None and \
+                        type(x.then_case).__name__ == "BufferStore" and \
+                        type(x.then_case.value).__name__ in ("BufferLoad", "TensorLoad") and \
+                        all(type(b).__name__ == "Evaluate" and is_sync(b) for b in (prev, nxt)):
+                    self.if_copy.add(x.__chandle__())
             for i, c in enumerate(s.seq):
                 self.tail = tail and i == len(s.seq) - 1
                 self.stmt(c, loops, conds)
@@ -1097,7 +1094,7 @@ def _first_arm_hoisted(site: Site, issue: list, col: _Collector, space: _Space) 
     unrolled copy of the branch it issues the other arm's loads predicated before the branch, so the warps
     that take the branch issue them twice. Read from the SASS of a loop nvcc does not unroll, whose body is
     these copies with no other `if` around them; 0 where that is not the case."""
-    if any(c[1] == "ite" for c in site.conds) or any(c[1] == "if" for c in site.conds):
+    if site.conds:
         return 0
     serial = [i for i, l in enumerate(site.loops) if not l[2]]
     unrolled = _unrolled(site)
