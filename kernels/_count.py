@@ -51,6 +51,11 @@ EFFECTS = {
                   "lane is in bounds, and only in-bounds lanes fetch sectors",
     "cse": "nvcc fully unrolls small constant inner loops and loads each distinct address once per unrolled "
            "body (common-subexpression elimination)",
+    "constant_copy": "a shared read under tests that move with the copies TVM unrolled is loaded once for all "
+                     "of them only where TVM's simplifier made the copy's address a constant (it cannot fault, "
+                     "so nvcc hoists it above the tests); where the address still moves (a tile offset clamped "
+                     "at the end of a reduction that the tile does not divide) every copy keeps its own "
+                     "predicated load",
     "ldgsts": "a cp.async copy is one LDGSTS instruction per warp (counted under "
               "smsp__inst_executed_op_ldgsts, not as a global load or shared store; its sectors are global load "
               "sectors), and nvcc puts three predicated-off shared loads before each run of them (copies of one "
@@ -1155,6 +1160,66 @@ def _speculated(site: Site, cond, unrolled: set[int]) -> bool:
         not any(_uses(site.index, site.loops[i][0]) for i in moved)
 
 
+def _merged(addrs: set[int], align: int) -> int:
+    """Loads left when adjacent aligned addresses of one body merge into 128- and 64-bit loads."""
+    left, n = set(addrs), 0
+    for width in (4, 2):
+        if width > align:
+            continue
+        for a in sorted(left):
+            if a % width == 0 and all(a + j in left for j in range(width)):
+                left.difference_update(a + j for j in range(width))
+                n += 1
+    return n + len(left)
+
+
+PER_COPY_LIMIT = 4096     # unrolled copies simplified one by one at most
+
+
+def _per_copy(site: Site, unrolled: set[int]):
+    """A shared read under tests that move with the loops TVM unrolls *and* with its address: TVM simplifies
+    each copy on its own, with the loop counters' ranges and the copy's tests as context (a remainder test
+    on the reduction is provably true for most copies and drops out; under the rest it pins the loop
+    counter, which can turn a clamped tile offset, min/max of the counter, into a constant). nvcc loads a
+    copy whose address is a constant once for every copy that reads it, ahead of their tests (a constant
+    address into shared memory cannot fault), and merges those; a copy whose address still moves keeps its
+    own predicated load. (accesses per unrolled body, loads per unrolled body, True) or None."""
+    if site.scope not in ("shared", "shared.dyn") or site.kind != "read" or not unrolled or site.lanes > 1:
+        return None
+    if any(th and _uses(site.index, v) for v, _, th, _ in site.loops):
+        return None                     # an address that moves with the thread is never a constant
+    import itertools
+
+    from tvm import ir, tirx
+    from tvm.sym import Analyzer
+    order = sorted(unrolled)
+    exts = [site.loops[i][1] for i in order]
+    if math.prod(exts) > PER_COPY_LIMIT:
+        return None
+    const, moving = set(), 0
+    for point in itertools.product(*map(range, exts)):
+        an = Analyzer()
+        for i, (v, ext, _, _) in enumerate(site.loops):
+            an.bind(v, tirx.IntImm("int32", point[order.index(i)]) if i in unrolled else ir.Range(0, ext))
+        tests = [an.simplify(c[0]) for c in site.conds]
+        if any(type(t).__name__ == "IntImm" and not t.value for t in tests):
+            continue                    # TVM drops a copy whose test is provably false
+        live = [t for t in tests if type(t).__name__ != "IntImm"]
+        ctx = live[0] if live else None
+        for t in live[1:]:
+            ctx = tirx.And(ctx, t)
+        if ctx is None:
+            idx = an.simplify(site.index)
+        else:
+            with an.constraint_scope(ctx):
+                idx = an.simplify(site.index)
+        if type(idx).__name__ == "IntImm" and idx.value >= 0:
+            const.add(int(idx.value))
+        else:
+            moving += 1
+    return math.prod(exts), _merged(const, 4) + moving, True
+
+
 def _instance(site: Site, space: _Space, unrolled: set[int], merge: bool):
     """(accesses per unrolled body, instructions per unrolled body) after CSE and, for shared, merging;
     None when the body's addresses do not separate from the outer loops'."""
@@ -1188,19 +1253,9 @@ def _instance(site: Site, space: _Space, unrolled: set[int], merge: bool):
     distinct = np.unique(vals)
     total = int(np.prod(exts))
     if not merge:
-        return total, len(distinct)
+        return total, len(distinct), False
     align = next((w for w in (4, 2) if all(c % w == 0 for c, e in outer)), 1)
-    left = set(distinct.tolist())
-    n = 0
-    for width in (4, 2):
-        if width > align:
-            continue
-        for a in sorted(left):
-            if a % width == 0 and all(a + j in left for j in range(width)):
-                for j in range(width):
-                    left.discard(a + j)
-                n += 1
-    return total, n + len(left)
+    return total, _merged(set(distinct.tolist()), align), False
 
 
 def _accumulators(sites: list[Site], params: set[str]) -> dict[int, tuple[str, object]]:
@@ -1292,10 +1347,17 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
             body = None
             if site.kind == "read":
                 body = _instance(site, space, region, merge=not gl)
+                if body is None and not gl:
+                    region = {i for i in unr if site.loops[i][3] == TVM_UNROLLED}
+                    body = _per_copy(site, region)
+                    if body is not None and inst(set()) != inst(region) * body[0]:
+                        body = None     # the per-copy count holds where every warp issues every copy
                 if body is not None and body[1] >= body[0]:
                     body = None
             if body is not None:           # one unrolled body issues body[1] loads instead of body[0]
                 used.add("cse" if gl else "merge")
+                if body[2]:
+                    used.add("constant_copy")
                 inst_n = inst(region)
                 _, _, sec_n = _count_site(site, space, region, want_sectors)
                 inst_n *= body[1]

@@ -15,10 +15,7 @@ from kernels import hwcheck
 # Kernel-metric pairs the model does not reproduce yet, each with the reason (an expected failure that turns
 # into an error once fixed): {(op, shape, preset[, overrides substring]): reason}.
 KNOWN: dict = {
-    # Profiled after the model was fitted (bench/device_run14.sh): with the tap test `k < N` beside the output
-    # test in the unrolled reduction, nvcc predicates every copy and shares only some of the tap loads of one
-    # k step (838 of 1,024 copies issue, counted in the kernel's SASS); the model shares none of them.
-    ("conv1d", '{"M": 300000, "N": 1000}', "best"): "tap loads of a doubly guarded unrolled reduction partly shared",
+    # (op, shape json, preset[, overrides]) -> why the model still disagrees; empty: every recorded kernel agrees
 }
 
 

@@ -161,3 +161,19 @@ def test_sectors_counted_per_block_residue_equal_sectors_counted_lane_by_lane(s,
     monkeypatch.setattr(_count, "ENUM_LIMIT", 10 ** 10)
     by_lane = _count.count("conv1d", s, k, "cuda", func).ncu
     assert by_class == by_lane and by_lane["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] > 0
+
+
+@pytest.mark.parametrize("n, own, shared", [(1000, 104, 6), (1002, 106, 6), (1024, 0, 32)])
+def test_tap_loads_shared_across_rows_only_where_the_unrolled_copy_has_a_constant_shared_address(n, own, shared):
+    """conv1d best stages 128 taps per k step in shared memory. Where 128 does not divide N, the last tap
+    tile is clamped (its offset is max(k0 * 128, N - 128)): the copies whose tap test TVM proves true keep that
+    moving offset and each row loads its own tap, under its own row test; under the remaining test `k0 < last`
+    the offset is a constant, so one load (merged 4 or 2 wide) serves all 8 rows. With N = 1024 every copy's
+    address is a constant: 32 128-bit loads per k step."""
+    s = {"M": 30000, "N": n}
+    k = preset("conv1d", "cuda", "best", s)
+    c = traffic.counts("conv1d", s, k, "cuda")
+    warps = -(-(30000 + n - 1) // 1024) * 128 // 32
+    steps = -(-n // 128)
+    assert c.ncu["smsp__inst_executed_op_shared_ld.sum"] == warps * steps * (8 * own + shared)
+    assert any("TVM's simplifier made the copy's address a constant" in e for e in c.effects) == (own > 0)
