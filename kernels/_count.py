@@ -82,6 +82,7 @@ class Site:
     async_copy: bool = False            # part of a cp.async copy (global -> shared in one LDGSTS)
     commit: int = -1                    # the async_commit_queue_scope (index into commits) it belongs to
     stmt: int = -1                      # the store statement it is part of
+    copy: bool = False                  # a read whose store copies it (through a padding select at most)
 
 
 def _conjuncts(c) -> list:
@@ -151,6 +152,7 @@ class _Collector:
         self.async_copy = False             # inside an async_scope (the copy becomes cp.async)
         self.commits: list[Site] = []       # each async_commit_queue_scope, as a placeholder site
         self.thread_vars: list = []
+        self.copy = False                   # inside the value of a store that only copies a load
 
     def stmt(self, s, loops, conds):
         t = type(s).__name__
@@ -189,7 +191,12 @@ class _Collector:
         elif t == "BufferStore":
             self.store_scope = scope_of(s.buffer)
             self.stmt_no += 1
+            v = s.value
+            if type(v).__name__ == "Call" and v.op.name.endswith("if_then_else"):
+                v = v.args[1]
+            self.copy = type(v).__name__ in ("TensorLoad", "BufferLoad")
             self.expr(s.value, loops, conds)
+            self.copy = False
             self.expr(s.indices[0], loops, conds)
             acc = _reads_same(s.value, s.buffer, s.indices[0])
             self.sites.append(Site(s.buffer, s.buffer.name, scope_of(s.buffer), "write", s.indices[0],
@@ -238,7 +245,8 @@ class _Collector:
             self.sites.append(Site(e.source, e.source.name, scope_of(e.source), "read", e.indices[0],
                                    _lanes(e.indices[0], e.source), loops, conds, self.threads, into=self.store_scope,
                                    epoch=self.epoch, async_copy=self.async_copy,
-                                   commit=self.commit if self.async_copy else -1, stmt=self.stmt_no))
+                                   commit=self.commit if self.async_copy else -1, stmt=self.stmt_no,
+                                   copy=self.copy))
             return
         if t == "Call" and e.op.name.endswith("if_then_else") or t == "Select":
             c, a, b = (e.args if t == "Call" else (e.condition, e.true_value, e.false_value))
@@ -1015,7 +1023,7 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict,
     access), one that changes is predicated (the warp issues it anyway). In unrolled code, adjacent copies of
     an `if` with the same test merge into one block: a block of 8 or more accesses becomes a branch, a smaller
     one is predicated. A zero-padding select under an `if` that fills registers becomes one branch on both
-    tests. A zero-padding select elsewhere is predicated, except for a test the whole warp shares (no
+    tests (in code TVM unrolled too, where the statement only copies the load: a register window fill). A zero-padding select elsewhere is predicated, except for a test the whole warp shares (no
     threadIdx) that stays fixed across the innermost unrolled loop: nvcc branches on that part. A padding
     select whose address needs division by a non-power-of-two is branched too (too costly to predicate)."""
     uvars = [site.loops[i][0] for i in unrolled]
@@ -1046,19 +1054,24 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict,
             continue
         serial = [i for i in range(depth) if not site.loops[i][2]]
         straight = bool(serial) and site.loops[serial[-1]][3] == TVM_UNROLLED
-        if nested_ite and not straight and (site.into == "local" or _costly(site.index)):
+        if nested_ite and ((site.into == "local" and (site.copy or not straight)) or
+                           (not straight and _costly(site.index))):
             keep += cs                  # guarded select into registers, or with costly addressing: a branch
+            #                             (nvcc: `@P BRA` past each LDG of an unrolled window fill, on each test)
             combined = True
         elif serial and serial[-1] not in unrolled:
             # a test that does not move with the loop is a branch, unless it guards one plain copy, alone
-            # between two barriers, by the thread index alone (`if (tx < n) S[tx] = G[..]`): nvcc predicates
-            # the load and the store (every warp issues them)
+            # between two barriers, by the thread index and the loop counters alone (`if (tx < n) S[tx] =
+            # G[..]`, or a tile clamped at the reduction's end, `if (tx < 64 && tx - 64 * k >= -936)`): nvcc
+            # predicates the load and the store (every warp issues them)
+            counters = tx + [site.loops[i][0] for i in serial]
             lone_copy = key in if_copy and all(any(_uses(c, t) for t in tx) and
-                                               all(any(v.same_as(t) for t in tx) for v in free_vars(c)) for c in cs)
+                                               all(any(v.same_as(t) for t in counters) for v in free_vars(c))
+                                               for c in cs)
             # nvcc splits the test: its conjuncts that do not move with the loop are a branch, the rest a
             # predicate (an async copy `if (row < M && k < K)` in the k loop: warps wholly past M skip it)
             fixed = [c for c in cs if not _uses(c, site.loops[serial[-1]][0])]
-            if lone_copy and len(fixed) == len(cs):
+            if lone_copy:
                 if effects is not None:
                     effects.add("lone_copy")
             else:
