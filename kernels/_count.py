@@ -13,6 +13,8 @@ involve the thread index reduced to a histogram of residues mod 8 floats (one se
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -1023,9 +1025,10 @@ def _issue_conds(site: Site, unrolled: set[int], if_sole: dict, if_tail: dict,
     access), one that changes is predicated (the warp issues it anyway). In unrolled code, adjacent copies of
     an `if` with the same test merge into one block: a block of 8 or more accesses becomes a branch, a smaller
     one is predicated. A zero-padding select under an `if` that fills registers becomes one branch on both
-    tests (in code TVM unrolled too, where the statement only copies the load: a register window fill). A zero-padding select elsewhere is predicated, except for a test the whole warp shares (no
-    threadIdx) that stays fixed across the innermost unrolled loop: nvcc branches on that part. A padding
-    select whose address needs division by a non-power-of-two is branched too (too costly to predicate)."""
+    tests (in code TVM unrolled too, where the statement only copies the load: a register window fill). A
+    zero-padding select elsewhere is predicated, except for a test the whole warp shares (no threadIdx) that
+    stays fixed across the innermost unrolled loop: nvcc branches on that part. A padding select whose address
+    needs division by a non-power-of-two is branched too (too costly to predicate)."""
     uvars = [site.loops[i][0] for i in unrolled]
     tx = [l[0] for l in site.loops if l[2] and not _is_block(l[0])]
     inner_u = site.loops[max(unrolled)][0] if unrolled else None
@@ -1196,41 +1199,39 @@ def _per_copy(site: Site, unrolled: set[int]):
     counter, which can turn a clamped tile offset, min/max of the counter, into a constant). nvcc loads a
     copy whose address is a constant once for every copy that reads it, ahead of their tests (a constant
     address into shared memory cannot fault), and merges those; a copy whose address still moves keeps its
-    own predicated load. (accesses per unrolled body, loads per unrolled body, True) or None."""
+    own predicated load. (accesses per unrolled body, loads per unrolled body) or None."""
     if site.scope not in ("shared", "shared.dyn") or site.kind != "read" or not unrolled or site.lanes > 1:
         return None
     if any(th and _uses(site.index, v) for v, _, th, _ in site.loops):
         return None                     # an address that moves with the thread is never a constant
-    import itertools
-
     from tvm import ir, tirx
     from tvm.sym import Analyzer
-    order = sorted(unrolled)
-    exts = [site.loops[i][1] for i in order]
+    uvars = [site.loops[i][0] for i in sorted(unrolled)]
+    exts = [site.loops[i][1] for i in sorted(unrolled)]
     if math.prod(exts) > PER_COPY_LIMIT:
         return None
+    an = Analyzer()
+    for i, (v, ext, _, _) in enumerate(site.loops):
+        if i not in unrolled:
+            an.bind(v, ir.Range(0, ext))
     const, moving = set(), 0
     for point in itertools.product(*map(range, exts)):
-        an = Analyzer()
-        for i, (v, ext, _, _) in enumerate(site.loops):
-            an.bind(v, tirx.IntImm("int32", point[order.index(i)]) if i in unrolled else ir.Range(0, ext))
+        for v, x in zip(uvars, point):
+            an.bind(v, tirx.IntImm("int32", x), allow_override=True)
         tests = [an.simplify(c[0]) for c in site.conds]
         if any(type(t).__name__ == "IntImm" and not t.value for t in tests):
             continue                    # TVM drops a copy whose test is provably false
         live = [t for t in tests if type(t).__name__ != "IntImm"]
-        ctx = live[0] if live else None
-        for t in live[1:]:
-            ctx = tirx.And(ctx, t)
-        if ctx is None:
-            idx = an.simplify(site.index)
-        else:
-            with an.constraint_scope(ctx):
+        if live:
+            with an.constraint_scope(functools.reduce(tirx.And, live)):
                 idx = an.simplify(site.index)
+        else:
+            idx = an.simplify(site.index)
         if type(idx).__name__ == "IntImm" and idx.value >= 0:
             const.add(int(idx.value))
         else:
             moving += 1
-    return math.prod(exts), _merged(const, 4) + moving, True
+    return math.prod(exts), _merged(const, 4) + moving
 
 
 def _instance(site: Site, space: _Space, unrolled: set[int], merge: bool):
@@ -1266,9 +1267,9 @@ def _instance(site: Site, space: _Space, unrolled: set[int], merge: bool):
     distinct = np.unique(vals)
     total = int(np.prod(exts))
     if not merge:
-        return total, len(distinct), False
+        return total, len(distinct)
     align = next((w for w in (4, 2) if all(c % w == 0 for c, e in outer)), 1)
-    return total, _merged(set(distinct.tolist()), align), False
+    return total, _merged(set(distinct.tolist()), align)
 
 
 def _accumulators(sites: list[Site], params: set[str]) -> dict[int, tuple[str, object]]:
@@ -1357,19 +1358,20 @@ def count(op: str, shape: dict, knobs, target: str, func) -> Counts:
                 sec_n = None if sec_n is None else sec_n * -(-site.loops[inner][1] // 4)
             used.add("accumulator")
         else:
-            body = None
+            body, per_copy = None, False
             if site.kind == "read":
                 body = _instance(site, space, region, merge=not gl)
                 if body is None and not gl:
-                    region = {i for i in unr if site.loops[i][3] == TVM_UNROLLED}
-                    body = _per_copy(site, region)
-                    if body is not None and inst(set()) != inst(region) * body[0]:
-                        body = None     # the per-copy count holds where every warp issues every copy
+                    tvm_u = {i for i in unr if site.loops[i][3] == TVM_UNROLLED}
+                    body = _per_copy(site, tvm_u)
+                    # the per-copy count holds where every warp issues every copy
+                    per_copy = body is not None and inst(set()) == inst(tvm_u) * body[0]
+                    body, region = (body, tvm_u) if per_copy else (None, region)
                 if body is not None and body[1] >= body[0]:
                     body = None
             if body is not None:           # one unrolled body issues body[1] loads instead of body[0]
                 used.add("cse" if gl else "merge")
-                if body[2]:
+                if per_copy:
                     used.add("constant_copy")
                 inst_n = inst(region)
                 _, _, sec_n = _count_site(site, space, region, want_sectors)
