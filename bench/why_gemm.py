@@ -100,7 +100,7 @@ def record_stalls(runs: list[tuple[str, str, str]]) -> None:
     from .ncu_data import rows
     out = []
     for csv, date, command in runs:
-        named = re.search(r"--stalls ([\w,]+)", command)
+        named = re.search(r"--stalls ([\w,-]+)", command)
         names = named.group(1).split(",") if named else list(STALL_KERNELS)
         kernels: dict = {}
         for r in rows(open(csv).read()):

@@ -111,7 +111,7 @@ def compiled(op: str, shape_items: tuple, knobs, target: str):
     shape = dict(shape_items)
     sch, _ = create(op, shape, knobs, target)
     t0 = time.perf_counter()
-    ex = lowering.compile(sch.mod, target, lowering.disabled(target, knobs, shape))
+    ex = lowering.compile(sch.mod, target, lowering.disabled(target, knobs, shape), getattr(knobs, "min_blocks", 0))
     mod = ex.jit() if target_available(target) is None else None
     return ex, mod, time.perf_counter() - t0
 

@@ -15,6 +15,9 @@ SCOPES = ("global", "shared", "local", "shared+local")
 STAGE_CPU = ("global", "inline", "compute_at")     # where a CPU intermediate (padding, depthwise result) lives
 ORDERS = ("k_outer", "k_inner", "plain")
 SHARED_LIMIT = 48 * 1024
+SM_SHARED = 228 * 1024                            # shared memory of one H100/H200 SM, 1 KB of it reserved per block
+SM_REGS = 65536
+SM_THREADS = 2048
 MAX_THREADS = 1024
 MAX_REGS = 255                                    # 32-bit registers a CUDA thread can address
 
@@ -45,6 +48,18 @@ def cache_out(d):
 
 def vector(d, choices=(1, 2, 4)):
     return _f(d, "Vector width of the innermost contiguous accesses (float4 = 4).", choices)
+
+
+def occupancy(d=0):
+    return _f(d, "Blocks per SM the compiler must make room for (the minimum of __launch_bounds__): ptxas caps "
+                 "each thread's registers at 65536 / (min_blocks x threads), rounded down to 8, so that many blocks "
+                 "are resident at once and hide each other's waits; 0 leaves the register count to ptxas.",
+              (0, 1, 2, 3, 4, 5, 6, 7, 8), lo=0)
+
+
+def reg_cap(threads: int, blocks: int) -> int:
+    """Registers per thread that let `blocks` blocks of `threads` threads share one SM's register file."""
+    return min(MAX_REGS, SM_REGS // (blocks * threads) // 8 * 8)
 
 
 def unroll(d):
@@ -86,6 +101,7 @@ class Plan:
     interleave: tuple[tuple[str, int, int, int], ...] = ()   # shared tiles stored patch-interleaved:
                                               # (input, its buffer dim, the output axis it follows, group)
     pad_rows: int = 0                         # floats of padding per row of an interleaved (non-inner) dim
+    min_blocks: int = 0                       # __launch_bounds__ minimum blocks per SM (0: ptxas chooses)
 
 
 def _fp(scope: str, shared_tile: int, local_all: int, local_step: int) -> tuple[int, int]:
@@ -142,6 +158,7 @@ class GemmCuda:
                                  "groups of `vector` when a patch is wider than one vector. A warp's 128-bit shared "
                                  "reads then meet no bank twice. Needs the interleaved tiles to divide M (and N).",
                           (False, True))
+    min_blocks: int = occupancy()
 
     def interleaved(self) -> tuple[tuple[str, int, int, int], ...]:
         """The shared tiles `interleave` rearranges: (input, buffer dim, output axis, group of contiguous)."""
@@ -168,7 +185,8 @@ class GemmCuda:
         return Plan("cuda", (self.tile_m, self.tile_n), (self.patch_m, self.patch_n), (self.k_split,),
                     (("A", self.cache_a), ("B", self.cache_b)), self.cache_c, self.vector, self.unroll,
                     pipeline=self.pipeline, stages=self.stages, async_copy=self.async_copy,
-                    interleave=self.interleaved(), pad_rows=row_pad(self.k_split, warp_rows(self)))
+                    interleave=self.interleaved(), pad_rows=row_pad(self.k_split, warp_rows(self)),
+                    min_blocks=self.min_blocks)
 
 
 @dataclass(frozen=True)
@@ -184,6 +202,7 @@ class Conv1dCuda:
     k_threads: int = _f(1, "Threads sharing one output's reduction: each sums N / k_threads products and the "
                            "partial sums meet in shared memory (for few outputs and a long kernel).",
                         (1, 2, 4, 8, 16, 32))
+    min_blocks: int = occupancy()
 
     def extents(self, s: Shape):
         return {"": ("M+N-1", s["M"] + s["N"] - 1), "k": ("N", s["N"])}
@@ -198,7 +217,7 @@ class Conv1dCuda:
     def plan(self, s: Shape) -> Plan:
         return Plan("cuda", (self.tile,), (self.patch,), (self.k_split,),
                     (("A_pad", self.cache_a), ("W", self.cache_w)), self.cache_c, self.vector, self.unroll,
-                    rthreads=self.k_threads)
+                    rthreads=self.k_threads, min_blocks=self.min_blocks)
 
 
 @dataclass(frozen=True)
@@ -693,8 +712,29 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
         if regs > MAX_REGS:
             out.append(f"Each thread would hold {regs} floats in registers, over the {MAX_REGS} a CUDA thread can "
                        f"address; lower the split or the patch, or cache in 'shared+local' instead of 'local'.")
+        out += _occupancy_problems(k, threads, smem * 4, regs)
     out += _vector_problems(k, s)
     return out
+
+
+def _occupancy_problems(k, threads: int, smem_bytes: int, regs: int) -> list[str]:
+    """min_blocks asks for blocks that must fit on one SM together: threads, shared memory, registers."""
+    b = getattr(k, "min_blocks", 0)
+    if not b or threads > MAX_THREADS:
+        return []
+    if b * threads > SM_THREADS:
+        return [f"min_blocks={b} asks for {b} blocks of {threads} threads on one SM, over the {SM_THREADS} "
+                f"threads an SM holds; use min_blocks={max(1, SM_THREADS // threads)} or less, or 0."]
+    if b * (smem_bytes + 1024) > SM_SHARED:
+        fit_b = SM_SHARED // (smem_bytes + 1024)
+        return [f"min_blocks={b} asks for {b} blocks of {smem_bytes / 1024:.1f} KB of shared memory on one SM, "
+                f"over its {SM_SHARED // 1024} KB; use min_blocks={fit_b} or less, or 0."]
+    cap = reg_cap(threads, b)
+    if cap < regs + 8:
+        return [f"min_blocks={b} caps each of the {threads} threads at {cap} registers, and it holds {regs} floats "
+                f"in registers besides its addresses, so ptxas would spill to local memory; use a smaller "
+                f"min_blocks, a smaller patch, or 0."]
+    return []
 
 
 def parse_knobs(op: str, target: str, text: str, base=None):

@@ -48,9 +48,33 @@ def disabled(target: str, knobs, shape) -> tuple[str, ...]:
 CONFIG = {"cuda": {"tirx.use_async_copy": True}}
 
 
-def compile(mod: tvm.IRModule, target: str, skip: tuple[str, ...] = ()):
+def compile(mod: tvm.IRModule, target: str, skip: tuple[str, ...] = (), min_blocks: int = 0):
+    """The runtime module; `min_blocks` > 0 gives every CUDA kernel __launch_bounds__(threads, min_blocks)."""
     with tvm.transform.PassContext(opt_level=3, disabled_pass=list(skip), config=CONFIG.get(target, {})):
-        return tvm.compile(mod, target=tvm_target(target))
+        return tvm.compile(mod, target=tvm_target(target),
+                           tir_pipeline=_min_blocks_pipeline(min_blocks) if min_blocks else "default")
+
+
+@functools.lru_cache(maxsize=None)
+def _min_blocks_pipeline(blocks: int) -> str:
+    """TVM's default pipeline, with the device kernels marked `tirx.launch_bounds_min_blocks_per_sm`, which
+    CUDA codegen writes as the second argument of __launch_bounds__ (registered once per value, by name,
+    because tvm.compile takes a custom TIR pipeline by name)."""
+    from tvm.tirx import compilation_pipeline as cp
+
+    @tvm.transform.module_pass(opt_level=0, name="MinBlocksPerSM")
+    def mark(mod, _ctx):
+        return tvm.IRModule({gv: f.with_attr("tirx.launch_bounds_min_blocks_per_sm", blocks)
+                             if isinstance(f, tirx.PrimFunc) else f for gv, f in mod.functions.items()},
+                            attrs=mod.attrs)
+
+    def factory():
+        main, host, device = cp.get_tir_pipeline("default")
+        return main, host, lambda: tvm.ir.transform.Sequential([mark, device()])
+
+    name = f"kernel_lab.min_blocks_{blocks}"
+    cp.register_tir_pipeline(name, factory)
+    return name
 
 
 def passes(skip: tuple[str, ...] = ()):

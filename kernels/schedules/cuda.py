@@ -15,7 +15,7 @@ from math import prod
 
 from tvm.s_tir import Schedule
 
-from ..knobs import Plan
+from ..knobs import Plan, reg_cap
 from ._common import Steps, inline_pads, producer, read_index
 
 
@@ -89,6 +89,7 @@ def _split_reduction(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
         sch.annotate(inner, "pragma_unroll_explicit", 1)
         steps(f"unroll the partial sums up to {plan.unroll} steps: every load of the thread's share is in "
               "flight at once.")
+    _launch_bounds(plan, threads, steps)
     return sch
 
 
@@ -185,11 +186,20 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
             sch.annotate(ro[-1], "software_pipeline_async_stages", [0])
             steps("copy the pipelined tiles with cp.async: global memory goes straight into shared memory, no "
                   "register holds it and no thread waits for it until the tile is needed (one wait per k tile).")
+    _launch_bounds(plan, threads, steps)
     if plan.unroll:
         sch.annotate(bx, "pragma_auto_unroll_max_step", plan.unroll)
         sch.annotate(bx, "pragma_unroll_explicit", 1)
         steps(f"unroll inner loops up to {plan.unroll} steps: fewer branches, more independent loads in flight.")
     return sch
+
+
+def _launch_bounds(plan: Plan, threads: int, steps: Steps) -> None:
+    """min_blocks is applied when compiling (kernels/lowering.compile); the schedule only says why."""
+    if plan.min_blocks:
+        steps(f"launch bounds ({threads} threads, {plan.min_blocks} blocks per SM): ptxas keeps each thread within "
+              f"{reg_cap(threads, plan.min_blocks)} registers so {plan.min_blocks} blocks are resident on an SM "
+              "together, and one block's barrier or load wait is covered by the others' arithmetic.")
 
 
 def _interleave(sch: Schedule, stage, plan: Plan, spec: tuple[str, int, int, int], steps: Steps) -> None:
