@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from kernels.knobs import knobs_text, preset
+from kernels.knobs import KnobError, parse_knobs, preset
 
 from . import ncu_data
 
@@ -18,12 +18,24 @@ COMMAND = "bash bench/device_run3.sh  (bench.h200 table --candidates; bench.pick
           "bench.h200 sweep --picks)"
 
 
+def best_run(row: dict) -> str | None:
+    """The run of a table row whose knobs are today's `best` preset (the run named "best" where it is). A
+    recorded knob text is parsed into today's knob class, so a knob added since takes its default."""
+    want = preset(row["op"], "cuda", "best", row["shape"])
+
+    def same(text) -> bool:
+        try:
+            return isinstance(text, str) and parse_knobs(row["op"], "cuda", text) == want
+        except KnobError:
+            return False
+    names = [n for n, r in row["runs"].items() if "median_ms" in r and same(r.get("knobs"))]
+    return "best" if "best" in names else next(iter(names), None)
+
+
 def bench_table(run: Path) -> dict:
     t = json.load(open(run / "table.json"))
     for row in t["rows"]:
-        want = knobs_text(preset(row["op"], "cuda", "best", row["shape"]))
-        name = next((n for n, r in row["runs"].items() if r.get("knobs") == want and "median_ms" in r), None)
-        row["best_run"] = name
+        row["best_run"] = best_run(row)
     t["command"] = COMMAND
     t["started"] = (run / "started").read_text().strip()
     t["reference_timing"] = "torch call captured in a CUDA graph, replayed back to back; kernels by TVM's " \
@@ -36,9 +48,7 @@ def remerge(*tables: str) -> None:
     from .merge import merge
     t = merge(json.load(open(DATA / "h200_bench.json")), *(json.load(open(p)) for p in tables))
     for row in t["rows"]:
-        want = knobs_text(preset(row["op"], "cuda", "best", row["shape"]))
-        row["best_run"] = next((n for n, r in row["runs"].items() if r.get("knobs") == want and "median_ms" in r),
-                               None)
+        row["best_run"] = best_run(row)
     t["command"] = COMMAND + "; GEMM rows re-measured with bash bench/device_run4.sh's table steps " \
                              "(bench.h200 table --rows 0|1 --only <pass-3 and Walkthrough candidates>)"
     json.dump(t, open(DATA / "h200_bench.json", "w"), indent=1)

@@ -114,7 +114,10 @@ CANDIDATES: dict[str, dict[str, str]] = {
         "g64p8k8a3": "tile_m=64,tile_n=64,patch_m=8,patch_n=8,k_split=8,stages=3,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096",
         # pass 9: launch bounds. best holds 87 registers, so 5 blocks (20 warps) share an SM; min_blocks=6 caps
         # it at 80 (no spills in nvcc 13's report) for 24 warps, each barrier wait covered by one more block. The
-        # 8x8 patches lost on registers (129-167: 2-3 warps per scheduler); capped at 128 they keep 4 per scheduler
+        # 8x8 patches lost on registers (129-167: 2-3 warps per scheduler); capped at 128 they keep 4 per scheduler.
+        # Measured (bench/device_run16.sh): all slower than best at both sizes. min_blocks=6 did give 80 registers
+        # and 5.7 warps per scheduler (from 4.8), but 3.51 ms against 3.00: the capped code keeps the FMA pipe
+        # busy 61% of the time, not 71% (data/h200_gemm_stalls.json)
         "g64p8x4k32a-mb6": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,min_blocks=6",
         "g64p8x4k16a-mb6": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,min_blocks=6",
         "g64x128p8x4k32a-mb3": "tile_m=64,tile_n=128,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,min_blocks=3",

@@ -93,12 +93,14 @@ def record(ncu_csv: str, date: str) -> None:
 
 
 def record_stalls(runs: list[tuple[str, str, str]]) -> None:
-    """(ncu csv, date, command) per device run -> data/h200_gemm_stalls.json: one entry per kernel, named by the
-    launch order of stalls() (the candidates given, then cuBLAS)."""
+    """(ncu csv, date, command) per device run -> appended to data/h200_gemm_stalls.json: one entry per kernel,
+    named by the launch order of stalls() (the candidates given, then cuBLAS).
+        python -m bench.why_gemm --record-stalls NCU_CSV DATE COMMAND"""
     import json
     from pathlib import Path
     from .ncu_data import rows
-    out = []
+    path = Path(__file__).resolve().parent.parent / "data" / "h200_gemm_stalls.json"
+    out = json.load(open(path))["kernels"] if path.exists() else []
     for csv, date, command in runs:
         named = re.search(r"--stalls ([\w,-]+)", command)
         names = named.group(1).split(",") if named else list(STALL_KERNELS)
@@ -112,13 +114,15 @@ def record_stalls(runs: list[tuple[str, str, str]]) -> None:
     doc = {"device": "NVIDIA H200", "shape": {"M": 4096, "N": 4096, "K": 4096},
            "units": "stall reasons: warps stalled per issued instruction; pct: % of peak; time: ns",
            "metrics": STALL_METRICS, "kernels": out}
-    json.dump(doc, open(Path(__file__).resolve().parent.parent / "data" / "h200_gemm_stalls.json", "w"), indent=1)
+    json.dump(doc, open(path, "w"), indent=1)
 
 
 if __name__ == "__main__":
     import sys
     if sys.argv[1:2] == ["--record"]:
         record(sys.argv[2], sys.argv[3])
+    elif sys.argv[1:2] == ["--record-stalls"]:
+        record_stalls([tuple(sys.argv[2:5])])
     elif sys.argv[1:2] == ["--stalls"]:
         stalls(*(sys.argv[2:3] and [sys.argv[2].split(",")]))
     elif sys.argv[1:2] == ["--stall-metrics"]:

@@ -59,3 +59,22 @@ def test_interleaved_kernel_computes_the_reference_where_n_and_k_do_not_divide(k
     s = {"M": 64, "N": 64 if "patch_n=8" in knobs else 36, "K": 28}
     k = resolve("gemm", "cuda", s, None, f"{knobs},{INTER}")
     assert k.interleaved() and traffic.simulate("gemm", s, k, "cuda") < 1e-4
+
+
+@pytest.mark.parametrize("op, shape, knobs, threads, blocks", [
+    ("gemm", {"M": 256, "N": 256, "K": 256}, f"tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,{INTER[:-16]}",
+     128, 6),
+    ("conv1d", {"M": 4096, "N": 64}, "tile=256,patch=4,k_split=32,cache_a=local,cache_w=shared", 64, 8),
+    ("conv1d", {"M": 64, "N": 512}, "tile=8,patch=1,k_threads=32,cache_a=global,cache_w=global,cache_c=global",
+     256, 4),
+])
+def test_min_blocks_writes_launch_bounds_and_changes_no_count(op, shape, knobs, threads, blocks):
+    """min_blocks only tells ptxas how many blocks must fit on an SM: the kernel is the same TensorIR."""
+    k = resolve(op, "cuda", shape, None, f"{knobs},min_blocks={blocks}")
+    plain = resolve(op, "cuda", shape, None, knobs)
+    assert f"__launch_bounds__({threads}, {blocks})" in build.source(op, shape, k, "cuda", "cuda")
+    assert f"__launch_bounds__({threads})" in build.source(op, shape, plain, "cuda", "cuda")
+    assert build.source(op, shape, k, "cuda", "lowered") == build.source(op, shape, plain, "cuda", "lowered")
+    assert traffic.counts(op, shape, k, "cuda").as_dict() == traffic.counts(op, shape, plain, "cuda").as_dict()
+    cap = 65536 // (threads * blocks) // 8 * 8
+    assert any(f"within {min(cap, 255)} registers" in s for s in build.create(op, shape, k, "cuda")[1].lines)

@@ -233,3 +233,24 @@ def test_interleave_pads_rows_only_where_a_warps_rows_share_a_bank():
     for row, rows in [(32, 2), (16, 4), (32, 8), (8, 8), (64, 4)]:
         stride = row + row_pad(row, rows)
         assert stride % 4 == 0 and len({stride * i % 32 for i in range(rows)}) == rows
+
+
+def test_min_blocks_fails_when_the_blocks_cannot_share_an_sm():
+    best = "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,cache_a=shared+local,cache_b=shared+local," \
+           "pipeline=true,async_copy=true"
+    assert problems("gemm", "cuda", BIG, f"{best},min_blocks=8") == (
+        "min_blocks=8 asks for 8 blocks of 32.0 KB of shared memory on one SM, over its 228 KB; use min_blocks=6 "
+        "or less, or 0.")
+    assert problems("gemm", "cuda", BIG, "tile_m=64,tile_n=64,patch_m=1,patch_n=4,min_blocks=3") == (
+        "min_blocks=3 asks for 3 blocks of 1024 threads on one SM, over the 2048 threads an SM holds; use "
+        "min_blocks=2 or less, or 0.")
+    msg = problems("gemm", "cuda", BIG, "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=8,cache_a=shared+local,"
+                                        "cache_b=shared+local,min_blocks=3")
+    assert msg.startswith("min_blocks=3 caps each of the 256 threads at 80 registers, and it holds 80 floats")
+    assert msg.endswith("so ptxas would spill to local memory; use a smaller min_blocks, a smaller patch, or 0.")
+
+
+def test_min_blocks_within_an_sm_resolves_and_zero_is_the_default():
+    k = resolve("gemm", "cuda", BIG, "best", "min_blocks=6")
+    assert k.min_blocks == 6 and resolve("gemm", "cuda", BIG, "best").min_blocks == 0
+    assert resolve("conv1d", "cuda", {"M": 4096, "N": 64}, "best", "min_blocks=3").min_blocks == 3
