@@ -132,3 +132,21 @@ def test_gemm_per_flop_slower_at_1024_than_at_4096_for_every_schedule():
     assert min(small[n]["median_ms"] / (big[n]["median_ms"] / 64) for n in both) > 1.05
     goal_ms = rows[1024]["reference"]["median_ms"] / rows[1024]["goal"]
     assert goal_ms < big["best"]["median_ms"] / 64 * 1.01          # 1.2x would beat best's own 4096^3 rate
+
+
+def test_in_block_split_k_recorded_verified_and_slower_than_best():
+    """Two warp groups per block tile (bench/splitk.py) double the warps per SM at 1024^3, and lose: every
+    variant verified, and every one slower than best at both sizes."""
+    d = json.load(open(DATA / "h200_splitk.json"))
+    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run17" in d["command"]
+    assert {r["shape"]["M"] for r in d["rows"]} == {1024, 4096}
+    for r in d["rows"]:
+        runs = r["runs"]
+        assert set(runs) == {"best", *d["variants"]} and all(x["ok"] and x["rel_err"] < 1e-4 for x in runs.values())
+        assert min(x["median_ms"] for n, x in runs.items() if n != "best") > runs["best"]["median_ms"]
+
+
+def test_split_k_variant_is_the_schedule_the_data_names():
+    from bench.splitk import VARIANTS, schedule
+    src = build.lowering.compile(schedule(256, **VARIANTS["sk2k32"]).mod, "cuda").mod.imports[0].inspect_source()
+    assert "__launch_bounds__(256)" in src and "cp_async" in src and "C_rf_shared_local" in src
