@@ -102,6 +102,7 @@ class Plan:
                                               # (input, its buffer dim, the output axis it follows, group)
     pad_rows: int = 0                         # floats of padding per row of an interleaved (non-inner) dim
     min_blocks: int = 0                       # __launch_bounds__ minimum blocks per SM (0: ptxas chooses)
+    group_rows: int = 1                       # block rows launched column by column together (a swizzle)
 
 
 def _fp(scope: str, shared_tile: int, local_all: int, local_step: int) -> tuple[int, int]:
@@ -159,6 +160,10 @@ class GemmCuda:
                                  "reads then meet no bank twice. Needs the interleaved tiles to divide M (and N).",
                           (False, True))
     min_blocks: int = occupancy()
+    group_m: int = _f(1, "Launch order of the blocks: in groups of group_m block rows, going down each column of "
+                         "the group before the next column (a swizzle). The blocks resident at one time then read "
+                         "group_m row panels of A and only a few column panels of B, so more of their reads hit "
+                         "in L2; 1 = row after row. Must divide the number of block rows.", (1, 2, 4, 8, 16, 32))
 
     def interleaved(self) -> tuple[tuple[str, int, int, int], ...]:
         """The shared tiles `interleave` rearranges: (input, buffer dim, output axis, group of contiguous)."""
@@ -186,7 +191,7 @@ class GemmCuda:
                     (("A", self.cache_a), ("B", self.cache_b)), self.cache_c, self.vector, self.unroll,
                     pipeline=self.pipeline, stages=self.stages, async_copy=self.async_copy,
                     interleave=self.interleaved(), pad_rows=row_pad(self.k_split, warp_rows(self)),
-                    min_blocks=self.min_blocks)
+                    min_blocks=self.min_blocks, group_rows=self.group_m)
 
 
 @dataclass(frozen=True)
@@ -550,6 +555,8 @@ def fit(k, s: Shape):
         k = replace(k, interleave=False)
     if getattr(k, "k_threads", 1) > 1:
         k = replace(k, k_threads=_largest_divisor(s["N"], k.k_threads))
+    if getattr(k, "group_m", 1) > 1 and k.tile_m > 0:
+        k = replace(k, group_m=_largest_divisor(-(-s["M"] // k.tile_m), k.group_m))
     if hasattr(k, "vector"):
         choices = [v for v in fields_of(k)["vector"].metadata["choices"] if v <= k.vector]
         for v in sorted(choices, reverse=True):
@@ -693,6 +700,10 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
                        "software pipeline; set pipeline=true, or async_copy=false.")
         if getattr(k, "interleave", False) and _interleave_problem(k, s):
             out.append(_interleave_problem(k, s))
+        rows = -(-s["M"] // k.tile_m) if hasattr(k, "group_m") and k.tile_m > 0 else 1
+        if getattr(k, "group_m", 1) > 1 and rows % k.group_m:
+            out.append(f"group_m={k.group_m} does not divide the {rows} block rows (M={s['M']} in tiles of "
+                       f"tile_m={k.tile_m}); use group_m={_largest_divisor(rows, k.group_m)}.")
         kt = getattr(k, "k_threads", 1)
         if kt > 1 and (k.patch != 1 or k.cache_a != "global" or k.cache_w != "global"):
             out.append(f"k_threads={kt} splits each output's reduction across threads, which streams operands "

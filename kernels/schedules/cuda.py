@@ -116,6 +116,12 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     sch.reorder(*bo, *to, *ro, *ri, *po)
     steps(f"split each output axis into block tile {'x'.join(map(str, plan.tiles))} and thread patch "
           f"{'x'.join(map(str, plan.patches))}, and the reduction into tiles of {'x'.join(map(str, plan.splits))}.")
+    if plan.group_rows > 1 and len(bo) == 2:
+        go, gi = sch.split(bo[0], [None, plan.group_rows])
+        sch.reorder(go, bo[1], gi)
+        bo = [go, bo[1], gi]
+        steps(f"launch the blocks in groups of {plan.group_rows} block rows, down each column of the group in "
+              "turn: the blocks resident together share the same few column panels of B in L2.")
     bx = sch.fuse(*bo)
     sch.bind(bx, "blockIdx.x")
     tx = sch.fuse(*to)
