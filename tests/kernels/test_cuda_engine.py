@@ -78,3 +78,19 @@ def test_min_blocks_writes_launch_bounds_and_changes_no_count(op, shape, knobs, 
     assert traffic.counts(op, shape, k, "cuda").as_dict() == traffic.counts(op, shape, plain, "cuda").as_dict()
     cap = 65536 // (threads * blocks) // 8 * 8
     assert any(f"within {min(cap, 255)} registers" in s for s in build.create(op, shape, k, "cuda")[1].lines)
+
+
+def test_group_m_reorders_the_blocks_and_changes_no_count():
+    """group_m only renumbers the blocks: each block computes the same tile, so every count stays and the
+    interpreted kernel still computes the reference."""
+    s = {"M": 192, "N": 96, "K": 40}
+    base = "tile_m=32,tile_n=32,patch_m=4,patch_n=4,k_split=8,cache_a=shared+local,cache_b=shared+local"
+    k = resolve("gemm", "cuda", s, None, f"{base},group_m=2")
+    plain = resolve("gemm", "cuda", s, None, base)
+    assert traffic.counts("gemm", s, k, "cuda").as_dict() == traffic.counts("gemm", s, plain, "cuda").as_dict()
+    assert traffic.simulate("gemm", s, k, "cuda") < 1e-4
+    grouped, rowwise = (build.source("gemm", s, x, "cuda", "lowered") for x in (k, plain))
+    # block b: group b // 6 (2 rows x 3 columns), column b % 6 // 2, row b % 2 of the group; row-major: b // 3, b % 3
+    terms = r"blockIdx_x [/%]+ \d+(?: // \d+)?"
+    assert {"blockIdx_x // 6", "blockIdx_x % 6 // 2", "blockIdx_x % 2"} <= set(re.findall(terms, grouped))
+    assert set(re.findall(terms, rowwise)) == {"blockIdx_x // 3", "blockIdx_x % 3"}

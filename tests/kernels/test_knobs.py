@@ -254,3 +254,13 @@ def test_min_blocks_within_an_sm_resolves_and_zero_is_the_default():
     k = resolve("gemm", "cuda", BIG, "best", "min_blocks=6")
     assert k.min_blocks == 6 and resolve("gemm", "cuda", BIG, "best").min_blocks == 0
     assert resolve("conv1d", "cuda", {"M": 4096, "N": 64}, "best", "min_blocks=3").min_blocks == 3
+
+
+def test_group_m_must_divide_the_block_rows_and_fit_clamps_it():
+    assert problems("gemm", "cuda", {"M": 200, "N": 72, "K": 40},
+                    "tile_m=32,tile_n=32,patch_m=4,patch_n=4,group_m=4") == (
+        "group_m=4 does not divide the 7 block rows (M=200 in tiles of tile_m=32); use group_m=1.")
+    from dataclasses import replace
+    from kernels.knobs import GemmCuda, fit
+    k = fit(replace(GemmCuda(), group_m=16), {"M": 384, "N": 64, "K": 64})      # 6 block rows of 64
+    assert k.group_m == 2
