@@ -139,8 +139,8 @@ def test_in_block_split_k_recorded_verified_and_slower_than_best():
     variant verified, and every one slower than best at both sizes."""
     d = json.load(open(DATA / "h200_splitk.json"))
     assert d["device"] == "NVIDIA H200" and d["date"] and "device_run17" in d["command"]
-    assert {r["shape"]["M"] for r in d["rows"]} == {1024, 4096}
-    for r in d["rows"]:
+    assert {r["shape"]["M"] for r in d["shapes"]} == {1024, 4096}
+    for r in d["shapes"]:
         runs = r["runs"]
         assert set(runs) == {"best", *d["variants"]} and all(x["ok"] and x["rel_err"] < 1e-4 for x in runs.values())
         assert min(x["median_ms"] for n, x in runs.items() if n != "best") > runs["best"]["median_ms"]
