@@ -43,16 +43,17 @@ def bench_table(run: Path) -> dict:
     return t
 
 
-def remerge(*tables: str) -> None:
-    """Fold re-measured rows (bench.merge) into data/h200_bench.json, each row keeping its own date."""
+def remerge(how: str, *tables: str) -> None:
+    """Fold re-measured rows (bench.merge) into data/h200_bench.json, each row keeping its own date; `how` (the
+    device run and what it re-measured) is appended to the table's command.
+        python -m bench.finalize --remerge "HOW" TABLE.json [...]"""
     from .merge import merge
-    t = merge(json.load(open(DATA / "h200_bench.json")), *(json.load(open(p)) for p in tables))
+    old = json.load(open(DATA / "h200_bench.json"))
+    t = merge(old, *(json.load(open(p)) for p in tables))
     for row in t["rows"]:
         row["best_run"] = best_run(row)
-    t["command"] = COMMAND + "; GEMM rows re-measured with bash bench/device_run4.sh's table steps " \
-                             "(bench.h200 table --rows 0|1 --only <pass-3 and Walkthrough candidates>)"
+    t["command"] = f"{old['command']}, {how}"
     json.dump(t, open(DATA / "h200_bench.json", "w"), indent=1)
-
 
 def sweeps(*jsonl: str) -> None:
     """Union of several sweep logs (one job = op, shape, preset) into data/h200_sweep.json."""

@@ -27,7 +27,7 @@ def table(path: Path = DATA) -> str:
             return f"{r['median_ms'] / best:.1f}x" if "median_ms" in r else "n/a"
         shape = ",".join(f"{k}={v}" for k, v in row["shape"].items())
         out.append(f"| {row['op']} {shape} | {row['reference']['name']} | {ref:.4f} | {best:.4f} | "
-                   f"{ref / best:.3g}x | {row['goal']}x | {'yes' if ref / best >= row['goal'] else 'no'} | "
+                   f"{ref / best:#.3g}x | {row['goal']}x | {'yes' if ref / best >= row['goal'] else 'no'} | "
                    f"{x('dlight')} | {x('naive')} | {x('baseline')} |")
     out.append("")
     dates = sorted({r.get("started", d["started"]) for r in d["rows"]})

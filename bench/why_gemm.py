@@ -92,35 +92,49 @@ def record(ncu_csv: str, date: str) -> None:
     json.dump(doc, open(Path(__file__).resolve().parent.parent / "data" / "h200_gemm_why.json", "w"), indent=1)
 
 
+def _launched(csv: str, command: str) -> list[dict]:
+    """One entry per kernel of an ncu csv over stalls()'s launches, named in launch order (the candidates the
+    command gave after --stalls, then cuBLAS)."""
+    from .ncu_data import rows
+    named = re.search(r"--stalls ([\w,-]+)", command)
+    names = named.group(1).split(",") if named else list(STALL_KERNELS)
+    kernels: dict = {}
+    for r in rows(open(csv).read()):
+        kernels.setdefault(int(r["ID"]), {"kernel": r["Kernel Name"]})[r["Metric Name"]] = \
+            float(r["Metric Value"].replace(",", ""))
+    return [{"who": names[i] if i < len(names) else "cuBLAS", **k} for i, k in sorted(kernels.items())]
+
+
 def record_stalls(runs: list[tuple[str, str, str]]) -> None:
-    """(ncu csv, date, command) per device run -> appended to data/h200_gemm_stalls.json: one entry per kernel,
-    named by the launch order of stalls() (the candidates given, then cuBLAS).
+    """(ncu csv, date, command) per device run -> appended to data/h200_gemm_stalls.json.
         python -m bench.why_gemm --record-stalls NCU_CSV DATE COMMAND"""
     import json
     from pathlib import Path
-    from .ncu_data import rows
     path = Path(__file__).resolve().parent.parent / "data" / "h200_gemm_stalls.json"
     out = json.load(open(path))["kernels"] if path.exists() else []
     for csv, date, command in runs:
-        named = re.search(r"--stalls ([\w,-]+)", command)
-        names = named.group(1).split(",") if named else list(STALL_KERNELS)
-        kernels: dict = {}
-        for r in rows(open(csv).read()):
-            kernels.setdefault(int(r["ID"]), {"kernel": r["Kernel Name"]})[r["Metric Name"]] = \
-                float(r["Metric Value"].replace(",", ""))
-        for i, k in sorted(kernels.items()):
-            who = names[i] if i < len(names) else "cuBLAS"
-            out.append({"who": who, "date": date, "command": command, **k})
+        out += [{"who": k.pop("who"), "date": date, "command": command, **k} for k in _launched(csv, command)]
     doc = {"device": "NVIDIA H200", "shape": {"M": 4096, "N": 4096, "K": 4096},
            "units": "stall reasons: warps stalled per issued instruction; pct: % of peak; time: ns",
            "metrics": STALL_METRICS, "kernels": out}
     json.dump(doc, open(path, "w"), indent=1)
 
 
+def record_l2(csv: str, date: str, command: str) -> None:
+    """The L2 hit rate and DRAM reads of best and its block groupings (bench/device_run18.sh) ->
+    data/h200_gemm_l2.json.     python -m bench.why_gemm --record-l2 NCU_CSV DATE COMMAND"""
+    import json
+    from pathlib import Path
+    doc = {"device": "NVIDIA H200", "shape": {"M": 4096, "N": 4096, "K": 4096}, "date": date, "command": command,
+           "units": "hit rate %, DRAM bytes, time ns", "kernels": _launched(csv, command)}
+    json.dump(doc, open(Path(__file__).resolve().parent.parent / "data" / "h200_gemm_l2.json", "w"), indent=1)
+
 if __name__ == "__main__":
     import sys
     if sys.argv[1:2] == ["--record"]:
         record(sys.argv[2], sys.argv[3])
+    elif sys.argv[1:2] == ["--record-l2"]:
+        record_l2(*sys.argv[2:5])
     elif sys.argv[1:2] == ["--record-stalls"]:
         record_stalls([tuple(sys.argv[2:5])])
     elif sys.argv[1:2] == ["--stalls"]:

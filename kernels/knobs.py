@@ -402,12 +402,13 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         # - unroll=4096 unrolls the whole k tile: nvcc then merges the 4 consecutive k values of each patch row
         #   of A into one 128-bit shared load, and B's 4 columns into another: 3 shared loads per k step for
         #   32 multiply-adds.
-        # Measured (data/h200_bench.json): 0.896x cuBLAS at 4096^3 (3.00 vs 2.69 ms; cuBLAS runs 256x128 tiles
-        # of 256 threads with 254 registers each, k tiles of 8, 3 stages), 1.08x at 1024^3. Tried: 128x128 tiles of 8x8 (3.5 ms), 128x64 of
+        # Measured (data/h200_bench.json): 0.893-0.901x cuBLAS at 4096^3 over six runs (3.00 vs 2.69-2.70 ms; cuBLAS runs 256x128 tiles
+        # of 256 threads with 254 registers each, k tiles of 8, 3 stages), 1.07-1.09x at 1024^3. Tried: 128x128 tiles of 8x8 (3.5 ms), 128x64 of
         # 8x4 (3.1), k tiles of 16 (3.15) or 8 (3.5), 3 stages (3.08), the same pipeline without cp.async (3.26),
         # interleaved shared tiles (3.03: this kernel has no bank conflicts to remove), 8x8 patches on 64x64,
         # 64x128 or 128x128 tiles (3.4-3.9: 129-167 registers, 2-3 warps per scheduler), min_blocks=6 (80
-        # registers, 6 blocks per SM instead of 5: 3.51, the capped code issues more per multiply-add).
+        # registers, 6 blocks per SM instead of 5: 3.51, the capped code issues more per multiply-add), group_m=8
+        # or 16 (L2 hits 64% -> 90%, DRAM reads a quarter: the same 3.00 ms, so memory is not what bounds it).
         "best": dict(tile_m=64, tile_n=64, patch_m=8, patch_n=4, k_split=32, cache_a="shared+local",
                      cache_b="shared+local", cache_c="local", vector=4, unroll=4096, pipeline=True,
                      async_copy=True),

@@ -123,7 +123,7 @@ def test_launch_bounds_recorded_and_slower_than_best():
 
 
 def test_gemm_per_flop_slower_at_1024_than_at_4096_for_every_schedule():
-    """The 1.2x goal at 1024^3 (46.9 us) is best's own 4096^3 rate with no ramp: no GEMM schedule measured at
+    """The 1.2x goal at 1024^3 (47.4 us) is within 2% of best's own 4096^3 rate with no ramp: no GEMM schedule at
     both sizes keeps its 4096^3 rate at 1024^3 (64x fewer FLOPs)."""
     rows = {r["shape"]["M"]: r for r in _bench()["rows"] if r["op"] == "gemm"}
     big, small = rows[4096]["runs"], rows[1024]["runs"]
@@ -131,7 +131,7 @@ def test_gemm_per_flop_slower_at_1024_than_at_4096_for_every_schedule():
     assert len(both) > 30
     assert min(small[n]["median_ms"] / (big[n]["median_ms"] / 64) for n in both) > 1.05
     goal_ms = rows[1024]["reference"]["median_ms"] / rows[1024]["goal"]
-    assert goal_ms < big["best"]["median_ms"] / 64 * 1.01          # 1.2x would beat best's own 4096^3 rate
+    assert goal_ms < big["best"]["median_ms"] / 64 * 1.02          # 1.2x needs about best's own 4096^3 rate
 
 
 def test_in_block_split_k_recorded_verified_and_slower_than_best():
@@ -150,3 +150,18 @@ def test_split_k_variant_is_the_schedule_the_data_names():
     from bench.splitk import VARIANTS, schedule
     src = build.lowering.compile(schedule(256, **VARIANTS["sk2k32"]).mod, "cuda").mod.imports[0].inspect_source()
     assert "__launch_bounds__(256)" in src and "cp_async" in src and "C_rf_shared_local" in src
+
+
+def test_block_grouping_raised_l2_hits_and_changed_no_time():
+    """Pass 10: grouping the blocks (group_m) makes best's reads hit L2 far more often, and best is no faster:
+    memory is not what bounds it."""
+    d = json.load(open(DATA / "h200_gemm_l2.json"))
+    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run18" in d["command"]
+    k = {x["who"]: x for x in d["kernels"]}
+    hit, dram = "lts__t_sector_hit_rate.pct", "dram__bytes_read.sum"
+    assert k["g64p8x4k32a"][hit] < 70 < 85 < k["g64p8x4k32a-g8"][hit] < k["g64p8x4k32a-g16"][hit]
+    assert k["g64p8x4k32a-g16"][dram] < 0.25 * k["g64p8x4k32a"][dram]
+    rows = {r["shape"]["M"]: r["runs"] for r in _bench()["rows"] if r["op"] == "gemm"}
+    for m in (4096, 1024):
+        for g in ("g64p8x4k32a-g4", "g64p8x4k32a-g8", "g64p8x4k32a-g16"):
+            assert rows[m][g]["ok"] and abs(rows[m][g]["median_ms"] / rows[m]["best"]["median_ms"] - 1) < 0.01
