@@ -402,8 +402,9 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         # - unroll=4096 unrolls the whole k tile: nvcc then merges the 4 consecutive k values of each patch row
         #   of A into one 128-bit shared load, and B's 4 columns into another: 3 shared loads per k step for
         #   32 multiply-adds.
-        # Measured (data/h200_bench.json): 0.893-0.901x cuBLAS at 4096^3 over six runs (3.00 vs 2.69-2.70 ms; cuBLAS runs 256x128 tiles
-        # of 256 threads with 254 registers each, k tiles of 8, 3 stages), 1.07-1.09x at 1024^3. Tried: 128x128 tiles of 8x8 (3.5 ms), 128x64 of
+        # Measured (data/h200_bench.json): 0.900x cuBLAS at 4096^3 in the table's run, median 0.883x over ten rounds
+        # (data/h200_gemm_ratio_spread.json; 3.00-3.25 vs 2.72-2.79 ms; cuBLAS runs 256x128 tiles
+        # of 256 threads with 254 registers each, k tiles of 8, 3 stages), 1.085x at 1024^3 (1.077-1.090). Tried: 128x128 tiles of 8x8 (3.5 ms), 128x64 of
         # 8x4 (3.1), k tiles of 16 (3.15) or 8 (3.5), 3 stages (3.08), the same pipeline without cp.async (3.26),
         # interleaved shared tiles (3.03: this kernel has no bank conflicts to remove), 8x8 patches on 64x64,
         # 64x128 or 128x128 tiles (3.4-3.9: 129-167 registers, 2-3 warps per scheduler), min_blocks=6 (80

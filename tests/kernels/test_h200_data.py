@@ -165,3 +165,16 @@ def test_block_grouping_raised_l2_hits_and_changed_no_time():
     for m in (4096, 1024):
         for g in ("g64p8x4k32a-g4", "g64p8x4k32a-g8", "g64p8x4k32a-g16"):
             assert rows[m][g]["ok"] and abs(rows[m][g]["median_ms"] / rows[m]["best"]["median_ms"] - 1) < 0.01
+
+
+def test_gemm_ratio_spread_recorded_and_what_it_says():
+    """Ten alternating rounds in one process: at 4096^3 the median ratio is below the 0.9x goal (the table's
+    single run at 0.900x is the edge of the spread), at 1024^3 the ratio is steady and below 1.2x."""
+    d = json.load(open(DATA / "h200_gemm_ratio_spread.json"))
+    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run19" in d["command"]
+    by = {x["shape"]["M"]: x for x in d["shapes"]}
+    for m, x in by.items():
+        assert len(x["ratios"]) == 10 and x["knobs"] == knobs_text(preset("gemm", "cuda", "best", x["shape"]))
+        assert x["ratios"] == pytest.approx([r / b for r, b in zip(x["ref_ms"], x["best_ms"])])
+    assert by[4096]["median_ratio"] < 0.9 <= by[4096]["max_ratio"]
+    assert 1.05 < by[1024]["min_ratio"] <= by[1024]["max_ratio"] < 1.2
