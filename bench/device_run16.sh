@@ -3,10 +3,7 @@
 # pass 5's winner (best's knobs, timed again in the same run), then the stall metrics and register counts of
 # best, best with min_blocks=6 and the 8x8 patches capped at 128 registers.
 #   carry: [".tvmcarry"]   command: bash bench/device_run16.sh
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-bash .tvmcarry/install.sh && export PYTHONPATH=/tmp/site:$PWD:${PYTHONPATH:-} || exit 1
-date -u +%Y-%m-%dT%H:%M:%SZ > "$OUT/started"
+source bench/device_env.sh
 C=$(python3 -c "from bench.tuning import CANDIDATES as C; print(','.join(n for n in C['gemm'] if '-mb' in n))")
 timeout 360 python3 -m bench.h200 table --out "$OUT" --name t16.json --candidates --rows 0,1 --only g64p8x4k32a,$C
 timeout 150 ncu --clock-control none --kernel-name regex:"main_kernel|gemm" --metrics "$(python3 -m bench.why_gemm --stall-metrics)" \

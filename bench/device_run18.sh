@@ -3,10 +3,7 @@
 # pass 5's winner (best's knobs, timed again in the same run), then the L2 hit rate and DRAM reads of best
 # and two groupings at 4096^3.
 #   carry: [".tvmcarry"]   command: bash bench/device_run18.sh
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-bash .tvmcarry/install.sh && export PYTHONPATH=/tmp/site:$PWD:${PYTHONPATH:-} || exit 1
-date -u +%Y-%m-%dT%H:%M:%SZ > "$OUT/started"
+source bench/device_env.sh
 C=$(python3 -c "from bench.tuning import CANDIDATES as C; print(','.join(n for n in C['gemm'] if n[-3:] in ('-g4', '-g8') or n.endswith('-g16')))")
 timeout 360 python3 -m bench.h200 table --out "$OUT" --name t18.json --candidates --rows 0,1 --only g64p8x4k32a,$C
 timeout 120 ncu --clock-control none --kernel-name regex:"main_kernel" --csv --print-units base \
