@@ -1,4 +1,4 @@
-# Sourced by the GPU scripts (bench/device_run16.sh on): strict mode, unbuffered output, the TVM bundle
+# Sourced by the GPU scripts (bench/ncu_profile.sh, bench/device_run16.sh on): strict mode, unbuffered output, the TVM bundle
 # installed (carry: [".tvmcarry"]) and on the path, and the start time in $OUT/started.
 set -uo pipefail
 export PYTHONUNBUFFERED=1

@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: Nsight Compute counters of the kernels in a list (bench/ncu_list*.json), one ncu run.
 #   usage: bash bench/ncu_profile.sh LIST.json TIMEOUT_S     (from a bench/device_run*.sh, carry [".tvmcarry"])
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-bash .tvmcarry/install.sh && export PYTHONPATH=/tmp/site:$PWD:${PYTHONPATH:-} || exit 1
-date -u +%Y-%m-%dT%H:%M:%SZ > "$OUT/started"
+source bench/device_env.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
 cp "$1" /tmp/ncu_list.json
 M=smsp__inst_executed_op_global_ld.sum,smsp__inst_executed_op_global_st.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,gpu__time_duration.sum
