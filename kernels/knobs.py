@@ -169,8 +169,10 @@ class GemmCuda:
         """The shared tiles `interleave` rearranges: (input, buffer dim, output axis, group of contiguous)."""
         if not self.interleave:
             return ()
-        out = [("A", 0, 0, 1)] if "shared" in self.cache_a else []
-        if "shared" in self.cache_b and self.patch_n > self.vector and self.patch_n % self.vector == 0:
+        # with one thread along an axis there are no patches to interleave (and TVM cannot map that layout)
+        out = [("A", 0, 0, 1)] if "shared" in self.cache_a and self.tile_m > self.patch_m else []
+        if "shared" in self.cache_b and self.patch_n > self.vector and self.patch_n % self.vector == 0 \
+                and self.tile_n > self.patch_n:
             out.append(("B", 1, 1, self.vector))
         return tuple(out)
 
@@ -558,7 +560,7 @@ def fit(k, s: Shape):
     if getattr(k, "k_threads", 1) > 1:
         k = replace(k, k_threads=_largest_divisor(s["N"], k.k_threads))
     if getattr(k, "group_m", 1) > 1 and k.tile_m > 0:
-        k = replace(k, group_m=_largest_divisor(-(-s["M"] // k.tile_m), k.group_m))
+        k = replace(k, group_m=1 if k.interleaved() else _largest_divisor(-(-s["M"] // k.tile_m), k.group_m))
     if hasattr(k, "vector"):
         choices = [v for v in fields_of(k)["vector"].metadata["choices"] if v <= k.vector]
         for v in sorted(choices, reverse=True):
@@ -573,8 +575,8 @@ def _interleave_problem(k, s: Shape) -> str | None:
     tiles = k.interleaved()
     if not tiles:
         return ("interleave=true rearranges the shared tiles, and none is rearranged here: set cache_a to "
-                "'shared' or 'shared+local' (or cache B in shared with patch_n wider than vector), or "
-                "interleave=false.")
+                "'shared' or 'shared+local' with tile_m larger than patch_m (or cache B in shared with patch_n "
+                "wider than vector and tile_n larger than patch_n), or interleave=false.")
     for name, _, axis, _ in tiles:
         dim, t = ("M", k.tile_m) if axis == 0 else ("N", k.tile_n)
         if t > 0 and s[dim] % t:         # (a tile of 0 has its own sentence)
@@ -706,6 +708,10 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
         if getattr(k, "group_m", 1) > 1 and rows % k.group_m:
             out.append(f"group_m={k.group_m} does not divide the {rows} block rows (M={s['M']} in tiles of "
                        f"tile_m={k.tile_m}); use group_m={_largest_divisor(rows, k.group_m)}.")
+        elif getattr(k, "group_m", 1) > 1 and k.interleaved():
+            out.append(f"group_m={k.group_m} launches the blocks out of row order, and interleave=true lays the "
+                       "shared tiles out by row-major block (TVM cannot rewrite that layout under a grouped block "
+                       "index); use group_m=1 or interleave=false.")
         kt = getattr(k, "k_threads", 1)
         if kt > 1 and (k.patch != 1 or k.cache_a != "global" or k.cache_w != "global"):
             out.append(f"k_threads={kt} splits each output's reduction across threads, which streams operands "

@@ -264,3 +264,16 @@ def test_group_m_must_divide_the_block_rows_and_fit_clamps_it():
     from kernels.knobs import GemmCuda, fit
     k = fit(replace(GemmCuda(), group_m=16), {"M": 384, "N": 64, "K": 64})      # 6 block rows of 64
     assert k.group_m == 2
+
+
+def test_group_m_with_interleave_fails_in_one_sentence():
+    msg = problems("gemm", "cuda", BIG, "cache_a=shared+local,cache_b=shared+local,interleave=true,group_m=4")
+    assert msg.startswith("group_m=4 launches the blocks out of row order") and msg.endswith(
+        "use group_m=1 or interleave=false.")
+
+
+def test_interleave_needs_more_than_one_thread_along_the_axis():
+    msg = problems("gemm", "cuda", {"M": 10, "N": 7, "K": 5},
+                   "tile_m=2,tile_n=7,patch_m=2,patch_n=1,k_split=1,cache_a=shared,cache_b=shared,interleave=true")
+    assert msg.startswith("interleave=true rearranges the shared tiles, and none is rearranged here")
+    assert "tile_m larger than patch_m" in msg
