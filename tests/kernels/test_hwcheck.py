@@ -20,9 +20,11 @@ KNOWN: dict = {
      "patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local"):
         "8x8 patches on 64x64 tiles where 64 divides neither M nor N (held out, bench/device_run20.sh and 21, "
         "with and without min_blocks=8: the same counters): shared loads measured 5,502,464, predicted 5,216,768 "
-        "(-5.2%), 170.6 per warp and k tile against 161.7. nvcc 13 here compiles 163 (8 scalar A loads behind "
-        "a row branch, 2 predicated 128-bit B loads per k, 3 per commit group), so the H200's NVRTC build "
-        "differs; its SASS was not read.",
+        "(-5.2%), 170.6 per warp and k tile against 161.7. The SASS (NVRTC 13.5 and nvcc 13, the same "
+        "structure) has 172 per k tile: 120 + 8 A, 32 B, and 12 predicated-off fence loads, because nvcc splits "
+        "the 8 cp.async copies of one commit group, each under its own bound test, into 4 runs (3 predicated A "
+        "copies; A's last copy, B's first two, B's last two each behind a branch), where the model sees one run "
+        "(3 fence loads). Which copies nvcc branches is not modelled.",
 }
 
 
