@@ -55,6 +55,7 @@ def remerge(how: str, *tables: str) -> None:
     t["command"] = f"{old['command']}, {how}"
     json.dump(t, open(DATA / "h200_bench.json", "w"), indent=1)
 
+
 def sweeps(*jsonl: str) -> None:
     """Union of several sweep logs (one job = op, shape, preset) into data/h200_sweep.json."""
     from .shapes import course_shapes

@@ -21,6 +21,8 @@ from tvm.s_tir import Schedule
 
 from kernels import lowering
 from kernels.ops import OPS
+from kernels.schedules._common import Steps
+from kernels.schedules.cuda import _cooperative, annotate_pipeline
 
 VARIANTS = {          # name -> split-K schedule parameters (group count G, block k tile KT, tile, patch)
     "sk2k32": dict(G=2, KT=32),
@@ -68,19 +70,13 @@ def schedule(n: int, G: int = 2, KT: int = 32, TM: int = 64, TN: int = 64, PM: i
     for idx in (0, 1):
         sh = sch.cache_read(rf, idx, "shared")
         sch.compute_at(sh, ko)
-        _, tt, v = sch.split(sch.fuse(*sch.get_loops(sh)[3:]), [None, threads, 4])
-        sch.bind(tt, "threadIdx.x")
-        sch.vectorize(v)
         fills.append(sch.get(sh).name_hint)
+        _cooperative(sch, sh, 3, threads, 4, Steps(), fills[-1])     # all threads copy float4s (bx, tx, ko above)
     for idx in (0, 1):
         sch.compute_at(sch.cache_read(rf, idx, "local"), ki)
     sch.reverse_compute_at(sch.cache_write(rf, 0, "local"), tx)
     sch.decompose_reduction(rf, ko)
-    parts = list(sch.get(ko).body.seq)
-    sch.annotate(ko, "software_pipeline_stage",
-                 [0 if any(f'sblock("{f}")' in p.script() for f in fills) else stages - 1 for p in parts])
-    sch.annotate(ko, "software_pipeline_order", list(range(len(parts))))
-    sch.annotate(ko, "software_pipeline_async_stages", [0])
+    annotate_pipeline(sch, ko, fills, stages, async_copy=True)
     sch.annotate(bx, "pragma_auto_unroll_max_step", 4096)
     sch.annotate(bx, "pragma_unroll_explicit", 1)
     return sch

@@ -129,6 +129,7 @@ def record_l2(csv: str, date: str, command: str) -> None:
            "units": "hit rate %, DRAM bytes, time ns", "kernels": _launched(csv, command)}
     json.dump(doc, open(Path(__file__).resolve().parent.parent / "data" / "h200_gemm_l2.json", "w"), indent=1)
 
+
 if __name__ == "__main__":
     import sys
     if sys.argv[1:2] == ["--record"]:

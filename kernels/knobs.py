@@ -560,7 +560,7 @@ def fit(k, s: Shape):
     if getattr(k, "k_threads", 1) > 1:
         k = replace(k, k_threads=_largest_divisor(s["N"], k.k_threads))
     if getattr(k, "group_m", 1) > 1 and k.tile_m > 0:
-        k = replace(k, group_m=1 if k.interleaved() else _largest_divisor(-(-s["M"] // k.tile_m), k.group_m))
+        k = replace(k, group_m=1 if k.interleaved() else _largest_divisor(_block_rows(k, s), k.group_m))
     if hasattr(k, "vector"):
         choices = [v for v in fields_of(k)["vector"].metadata["choices"] if v <= k.vector]
         for v in sorted(choices, reverse=True):
@@ -583,6 +583,11 @@ def _interleave_problem(k, s: Shape) -> str | None:
             return (f"interleave=true lays {name}'s shared tile out in whole block tiles, and tile_{dim.lower()}={t} "
                     f"does not divide {dim}={s[dim]}; pick a tile that divides {dim}, or interleave=false.")
     return None
+
+
+def _block_rows(k, s: Shape) -> int:
+    """Block tiles along M (the last one partial where tile_m does not divide M)."""
+    return -(-s["M"] // k.tile_m)
 
 
 def _threads(k) -> int:
@@ -704,12 +709,13 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
                        "software pipeline; set pipeline=true, or async_copy=false.")
         if getattr(k, "interleave", False) and _interleave_problem(k, s):
             out.append(_interleave_problem(k, s))
-        rows = -(-s["M"] // k.tile_m) if hasattr(k, "group_m") and k.tile_m > 0 else 1
-        if getattr(k, "group_m", 1) > 1 and rows % k.group_m:
-            out.append(f"group_m={k.group_m} does not divide the {rows} block rows (M={s['M']} in tiles of "
-                       f"tile_m={k.tile_m}); use group_m={_largest_divisor(rows, k.group_m)}.")
-        elif getattr(k, "group_m", 1) > 1 and k.interleaved():
-            out.append(f"group_m={k.group_m} launches the blocks out of row order, and interleave=true lays the "
+        group = getattr(k, "group_m", 1)
+        rows = _block_rows(k, s) if group > 1 and k.tile_m > 0 else 1
+        if group > 1 and rows % group:
+            out.append(f"group_m={group} does not divide the {rows} block rows (M={s['M']} in tiles of "
+                       f"tile_m={k.tile_m}); use group_m={_largest_divisor(rows, group)}.")
+        elif group > 1 and k.interleaved():
+            out.append(f"group_m={group} launches the blocks out of row order, and interleave=true lays the "
                        "shared tiles out by row-major block (TVM cannot rewrite that layout under a grouped block "
                        "index); use group_m=1 or interleave=false.")
         kt = getattr(k, "k_threads", 1)

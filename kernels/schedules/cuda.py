@@ -179,17 +179,11 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     sch.decompose_reduction(blk, ro[0])
     steps("decompose the reduction: zero the accumulators once before the reduction loops.")
     if plan.pipeline:
-        body = sch.get(ro[-1]).body
-        parts = list(body.seq) if type(body).__name__ == "SeqStmt" else [body]
-        last = plan.stages - 1
-        stage = [0 if any(f'sblock("{n}")' in p.script() for n in fills) else last for p in parts]
-        sch.annotate(ro[-1], "software_pipeline_stage", stage)
-        sch.annotate(ro[-1], "software_pipeline_order", list(range(len(parts))))
+        annotate_pipeline(sch, ro[-1], fills, plan.stages, plan.async_copy)
         steps(f"software-pipeline the reduction tiles over {plan.stages} shared buffers: the tiles of step "
-              f"k+{last} are loaded while the threads compute on step k, so global-memory latency hides behind "
-              "arithmetic.")
+              f"k+{plan.stages - 1} are loaded while the threads compute on step k, so global-memory latency hides "
+              "behind arithmetic.")
         if plan.async_copy:
-            sch.annotate(ro[-1], "software_pipeline_async_stages", [0])
             steps("copy the pipelined tiles with cp.async: global memory goes straight into shared memory, no "
                   "register holds it and no thread waits for it until the tile is needed (one wait per k tile).")
     _launch_bounds(plan, threads, steps)
@@ -198,6 +192,18 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
         sch.annotate(bx, "pragma_unroll_explicit", 1)
         steps(f"unroll inner loops up to {plan.unroll} steps: fewer branches, more independent loads in flight.")
     return sch
+
+
+def annotate_pipeline(sch: Schedule, loop, fills: list[str], stages: int, async_copy: bool) -> None:
+    """Software-pipeline `loop`: the statements that fill shared memory (blocks named in `fills`) run in stage
+    0, the rest `stages - 1` steps later; with `async_copy` the fills become cp.async copies."""
+    body = sch.get(loop).body
+    parts = list(body.seq) if type(body).__name__ == "SeqStmt" else [body]
+    sch.annotate(loop, "software_pipeline_stage",
+                 [0 if any(f'sblock("{n}")' in p.script() for n in fills) else stages - 1 for p in parts])
+    sch.annotate(loop, "software_pipeline_order", list(range(len(parts))))
+    if async_copy:
+        sch.annotate(loop, "software_pipeline_async_stages", [0])
 
 
 def _launch_bounds(plan: Plan, threads: int, steps: Steps) -> None:
