@@ -135,6 +135,17 @@ CANDIDATES: dict[str, dict[str, str]] = {
         "g64p8x4k32a-g8": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,group_m=8",
         "g64p8x4k32a-g16": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,group_m=16",
         "g128x64k32a-g8": "tile_m=128,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,group_m=8",
+        # pass 11: barriers. Nsight Compute puts best's warps at a barrier 0.69 cycles per issued instruction
+        # against cuBLAS's 0.11 (data/h200_gemm_stalls.json); best's k loop has two barriers per 1024
+        # multiply-adds, cuBLAS's one. one_barrier=true merges TVM's two into one (kernels/lowering.merge_barriers)
+        "g64p8x4k32a-1b": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",
+        "g64p8x4k32a3-1b": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,stages=3,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",
+        "g64p8x4k16a-1b": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",
+        "g64p8x4k16a3-1b": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=16,stages=3,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",
+        "g128x64k32a-1b": "tile_m=128,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",
+        "g64x128p8x4k32a-1b": "tile_m=64,tile_n=128,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",
+        "g64p8k16a-1b": "tile_m=64,tile_n=64,patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",
+        "g64p8x4k8a3-1b": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=8,stages=3,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",
     },
     "conv1d": {
         "seed-local": "tile=256,patch=4,k_split=32,cache_a=local,cache_w=local",

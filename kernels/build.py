@@ -111,7 +111,8 @@ def compiled(op: str, shape_items: tuple, knobs, target: str):
     shape = dict(shape_items)
     sch, _ = create(op, shape, knobs, target)
     t0 = time.perf_counter()
-    ex = lowering.compile(sch.mod, target, lowering.disabled(target, knobs, shape), getattr(knobs, "min_blocks", 0))
+    ex = lowering.compile(sch.mod, target, lowering.disabled(target, knobs, shape), getattr(knobs, "min_blocks", 0),
+                          getattr(knobs, "one_barrier", False))
     mod = ex.jit() if target_available(target) is None else None
     return ex, mod, time.perf_counter() - t0
 
@@ -127,7 +128,8 @@ def source(op: str, shape: Shape, knobs, target: str, ir: str = "tir") -> str:
     if ir == "tir":
         return sch.mod.script()
     if ir == "lowered":
-        return lowering.lower(sch.mod, target, lowering.disabled(target, knobs, shape)).script()
+        return lowering.lower(sch.mod, target, lowering.disabled(target, knobs, shape),
+                              getattr(knobs, "one_barrier", False)).script()
     ex, _, _ = compiled(op, tuple(shape.items()), knobs, target)
     if ir == "cuda":
         return ex.mod.imports[0].inspect_source()

@@ -103,6 +103,7 @@ class Plan:
     pad_rows: int = 0                         # floats of padding per row of an interleaved (non-inner) dim
     min_blocks: int = 0                       # __launch_bounds__ minimum blocks per SM (0: ptxas chooses)
     group_rows: int = 1                       # block rows launched column by column together (a swizzle)
+    one_barrier: bool = False                 # one barrier per reduction tile in a cp.async pipeline
 
 
 def _fp(scope: str, shared_tile: int, local_all: int, local_step: int) -> tuple[int, int]:
@@ -164,6 +165,11 @@ class GemmCuda:
                          "the group before the next column (a swizzle). The blocks resident at one time then read "
                          "group_m row panels of A and only a few column panels of B, so more of their reads hit "
                          "in L2; 1 = row after row. Must divide the number of block rows.", (1, 2, 4, 8, 16, 32))
+    one_barrier: bool = _f(False, "One barrier per k tile instead of two in the cp.async pipeline: each thread "
+                                  "waits for its copies of this tile, then one barrier both publishes the tile "
+                                  "and tells every thread that the buffer of the previous tile is free, and only "
+                                  "then are the next tile's copies issued into it. TVM's pipeline puts a second "
+                                  "barrier before those copies. Needs async_copy=true.", (False, True))
 
     def interleaved(self) -> tuple[tuple[str, int, int, int], ...]:
         """The shared tiles `interleave` rearranges: (input, buffer dim, output axis, group of contiguous)."""
@@ -193,7 +199,7 @@ class GemmCuda:
                     (("A", self.cache_a), ("B", self.cache_b)), self.cache_c, self.vector, self.unroll,
                     pipeline=self.pipeline, stages=self.stages, async_copy=self.async_copy,
                     interleave=self.interleaved(), pad_rows=row_pad(self.k_split, warp_rows(self)),
-                    min_blocks=self.min_blocks, group_rows=self.group_m)
+                    min_blocks=self.min_blocks, group_rows=self.group_m, one_barrier=self.one_barrier)
 
 
 @dataclass(frozen=True)
@@ -554,7 +560,7 @@ def fit(k, s: Shape):
             ch[f"{x}_split"] = min(getattr(k, f"{x}_split"), n)
     k = replace(k, **ch)
     if getattr(k, "async_copy", False) and _threads(k) == 1:      # a one-thread block copies in a loop
-        k = replace(k, async_copy=False)
+        k = replace(k, async_copy=False, **({"one_barrier": False} if hasattr(k, "one_barrier") else {}))
     if getattr(k, "interleave", False) and _interleave_problem(k, s):   # the layout is of whole block tiles
         k = replace(k, interleave=False)
     if getattr(k, "k_threads", 1) > 1:
@@ -707,6 +713,9 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
         elif getattr(k, "async_copy", False) and not k.pipeline:
             out.append("async_copy=true copies the next shared tile while computing on this one, which needs the "
                        "software pipeline; set pipeline=true, or async_copy=false.")
+        if getattr(k, "one_barrier", False) and not getattr(k, "async_copy", False):
+            out.append("one_barrier=true merges the two barriers of the cp.async pipeline, and this schedule has "
+                       "none; set pipeline=true and async_copy=true, or one_barrier=false.")
         if getattr(k, "interleave", False) and _interleave_problem(k, s):
             out.append(_interleave_problem(k, s))
         group = getattr(k, "group_m", 1)

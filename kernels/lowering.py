@@ -48,38 +48,134 @@ def disabled(target: str, knobs, shape) -> tuple[str, ...]:
 CONFIG = {"cuda": {"tirx.use_async_copy": True}}
 
 
-def compile(mod: tvm.IRModule, target: str, skip: tuple[str, ...] = (), min_blocks: int = 0):
-    """The runtime module; `min_blocks` > 0 gives every CUDA kernel __launch_bounds__(threads, min_blocks)."""
+def compile(mod: tvm.IRModule, target: str, skip: tuple[str, ...] = (), min_blocks: int = 0,
+            one_barrier: bool = False):
+    """The runtime module; `min_blocks` > 0 gives every CUDA kernel __launch_bounds__(threads, min_blocks);
+    `one_barrier` merges a cp.async pipeline's two barriers per reduction tile into one (merge_barriers)."""
     with tvm.transform.PassContext(opt_level=3, disabled_pass=list(skip), config=CONFIG.get(target, {})):
         return tvm.compile(mod, target=tvm_target(target),
-                           tir_pipeline=_min_blocks_pipeline(min_blocks) if min_blocks else "default")
+                           tir_pipeline=_device_pipeline(min_blocks, one_barrier)
+                           if min_blocks or one_barrier else "default")
 
 
 @functools.lru_cache(maxsize=None)
-def _min_blocks_pipeline(blocks: int) -> str:
-    """TVM's default pipeline, with the device kernels marked `tirx.launch_bounds_min_blocks_per_sm`, which
-    CUDA codegen writes as the second argument of __launch_bounds__ (registered once per value, by name,
-    because tvm.compile takes a custom TIR pipeline by name)."""
+def _device_pipeline(blocks: int, one_barrier: bool) -> str:
+    """TVM's default pipeline with two device-side additions: the kernels marked
+    `tirx.launch_bounds_min_blocks_per_sm` (which CUDA codegen writes as the second argument of
+    __launch_bounds__), and merge_barriers on every kernel. Registered once per combination, by name, because
+    tvm.compile takes a custom TIR pipeline by name."""
     from tvm.tirx import compilation_pipeline as cp
 
-    @tvm.transform.module_pass(opt_level=0, name="MinBlocksPerSM")
+    @tvm.transform.module_pass(opt_level=0, name="KernelLabDevice")
     def mark(mod, _ctx):
-        return tvm.IRModule({gv: f.with_attr("tirx.launch_bounds_min_blocks_per_sm", blocks)
-                             if isinstance(f, tirx.PrimFunc) else f for gv, f in mod.functions.items()},
-                            attrs=mod.attrs)
+        funcs = {}
+        for gv, f in mod.functions.items():
+            if isinstance(f, tirx.PrimFunc):
+                if blocks:
+                    f = f.with_attr("tirx.launch_bounds_min_blocks_per_sm", blocks)
+                if one_barrier:
+                    f = f.with_body(merge_barriers(f.body))
+            funcs[gv] = f
+        return tvm.IRModule(funcs, attrs=mod.attrs)
 
     def factory():
         main, host, device = cp.get_tir_pipeline("default")
         return main, host, lambda: tvm.ir.transform.Sequential([mark, device()])
 
-    name = f"kernel_lab.min_blocks_{blocks}"
+    name = f"kernel_lab.device_{blocks}_{int(one_barrier)}"
     cp.register_tir_pipeline(name, factory)
     return name
 
 
-def passes(skip: tuple[str, ...] = ()):
-    """tvm/s_tir/pipeline.py's default pipeline up to SplitHostDevice: one flat PrimFunc to walk."""
-    return [p for p in _passes() if p.info.name not in skip]
+def merge_barriers(stmt):
+    """One barrier per reduction tile instead of two, in every cp.async software pipeline.
+
+    TVM's pipelined loop body is   [barrier; issue the copies of tile k+S-1; commit]
+                                    [wait until S-1 groups are in flight; barrier; compute tile k]
+    The first barrier keeps the copies off the buffer that tile k-1 was computed from (S stages), the second
+    makes tile k's copies visible. Rewritten:
+                                    [wait until S-2 groups are in flight (tile k has landed); barrier;
+                                     issue the copies of tile k+S-1; commit; compute tile k]
+    The one barrier does both jobs: every thread has finished computing tile k-1 when it passes it, and
+    tile k is in shared memory. The copies still overlap tile k's compute, as before. A loop of any other
+    shape (not exactly these two barriers, one in each part) is left as it is."""
+    from tvm.tirx import stmt as S
+    from ._tirpy import is_sync
+
+    def count_syncs(s) -> int:
+        from ._tirpy import children
+        return int(is_sync(s)) + sum(count_syncs(c) for c in children(s))
+
+    def drop_first_sync(s):
+        """s without its first barrier, searched through sequences and attributes only; None if none."""
+        if is_sync(s):
+            return S.Evaluate(0)
+        if isinstance(s, S.SeqStmt):
+            for i, c in enumerate(s.seq):
+                d = drop_first_sync(c)
+                if d is not None:
+                    rest = [*s.seq[:i], *([] if is_sync(c) else [d]), *s.seq[i + 1:]]
+                    return (S.SeqStmt(rest) if len(rest) > 1 else rest[0]) if rest else S.Evaluate(0)
+            return None
+        if isinstance(s, S.AttrStmt):
+            d = drop_first_sync(s.body)
+            return None if d is None else S.AttrStmt(s.node, s.attr_key, s.value, d)
+        return None
+
+    def merged(body):
+        seq = list(body.seq) if isinstance(body, S.SeqStmt) else [body]
+        if len(seq) != 2 or count_syncs(body) != 2:
+            return None
+        commit, wait = seq
+        if not (isinstance(commit, S.AttrStmt) and commit.attr_key == "async_commit_queue_scope"
+                and isinstance(wait, S.AttrStmt) and wait.attr_key == "async_wait_queue_scope"
+                and isinstance(wait.body, S.AttrStmt) and wait.body.attr_key == "async_wait_inflight_count"
+                and count_syncs(commit) == 1 and int(wait.body.value) >= 1):
+            return None
+        rest = wait.body.body
+        first = rest.seq[0] if isinstance(rest, S.SeqStmt) and len(rest.seq) else rest
+        if not is_sync(first):          # the compute must start with its barrier
+            return None
+        copies = drop_first_sync(commit.body)
+        inner = S.SeqStmt([first, S.AttrStmt(commit.node, commit.attr_key, commit.value, copies),
+                           *(rest.seq[1:] if isinstance(rest, S.SeqStmt) else [])])
+        count = S.AttrStmt(wait.body.node, wait.body.attr_key, int(wait.body.value) - 1, inner)
+        return S.AttrStmt(wait.node, wait.attr_key, wait.value, count)
+
+    def visit(s):
+        if isinstance(s, S.SeqStmt):
+            new = [visit(c) for c in s.seq]
+            return s if all(a.same_as(b) for a, b in zip(new, s.seq)) else S.SeqStmt(new)
+        if isinstance(s, S.AttrStmt):
+            b = visit(s.body)
+            return s if b.same_as(s.body) else S.AttrStmt(s.node, s.attr_key, s.value, b)
+        if isinstance(s, S.IfThenElse):
+            t = visit(s.then_case)
+            e = visit(s.else_case) if s.else_case is not None else None
+            if t.same_as(s.then_case) and (e is None or e.same_as(s.else_case)):
+                return s
+            return S.IfThenElse(s.condition, t, e)
+        if isinstance(s, S.For):
+            b = visit(s.body)
+            m = merged(b) if s.kind == S.ForKind.SERIAL else None
+            b = m if m is not None else b
+            if b.same_as(s.body):
+                return s
+            return S.For(s.loop_var, s.min, s.extent, s.kind, b, s.thread_binding, s.annotations, s.step)
+        return s
+
+    return visit(stmt)
+
+
+def passes(skip: tuple[str, ...] = (), one_barrier: bool = False):
+    """tvm/s_tir/pipeline.py's default pipeline up to SplitHostDevice: one flat PrimFunc to walk (with
+    merge_barriers after the barriers are placed, as compile() applies it to the device kernels)."""
+    return [p for p in _passes() if p.info.name not in skip] + ([_MERGE] if one_barrier else [])
+
+
+@tirx.transform.prim_func_pass(opt_level=0, name="MergeBarriers")
+def _MERGE(f, _mod, _ctx):
+    return f.with_body(merge_barriers(f.body))
 
 
 def _passes():
@@ -99,6 +195,6 @@ def _passes():
     ]
 
 
-def lower(mod: tvm.IRModule, target: str, skip: tuple[str, ...] = ()) -> tvm.IRModule:
+def lower(mod: tvm.IRModule, target: str, skip: tuple[str, ...] = (), one_barrier: bool = False) -> tvm.IRModule:
     with tvm_target(target):
-        return tvm.ir.transform.Sequential(passes(skip))(mod)
+        return tvm.ir.transform.Sequential(passes(skip, one_barrier))(mod)

@@ -39,7 +39,7 @@ def tensor_shapes(op: str, shape: Shape) -> dict[str, tuple[int, ...]]:
 def _lowered(op: str, shape_items: tuple, knobs, target: str, compact: bool):
     sch, _ = create(op, dict(shape_items), knobs, target)
     passes = lowering.passes(lowering.disabled(target, knobs, dict(shape_items)) +
-                             (() if compact else ("tirx.UnrollLoop",)))
+                             (() if compact else ("tirx.UnrollLoop",)), getattr(knobs, "one_barrier", False))
     if not compact:   # every buffer in its tensor's full index space (a flat index names the element), loops
         # left rolled as the counts see them
         drop = ("CompactBufferAllocation", "StorageRewrite")
@@ -60,7 +60,8 @@ def _for_counting(op: str, shape_items: tuple, knobs, target: str):
     sch, _ = create(op, dict(shape_items), knobs, target)
     skip = lowering.disabled(target, knobs, dict(shape_items)) + ("tirx.UnrollLoop",)
     with lowering.tvm_target(target):
-        return tvm.ir.transform.Sequential(lowering.passes(skip))(sch.mod)["main"]
+        return tvm.ir.transform.Sequential(lowering.passes(skip, getattr(knobs, "one_barrier", False)))(
+            sch.mod)["main"]
 
 
 @functools.lru_cache(maxsize=512)

@@ -186,6 +186,11 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
         if plan.async_copy:
             steps("copy the pipelined tiles with cp.async: global memory goes straight into shared memory, no "
                   "register holds it and no thread waits for it until the tile is needed (one wait per k tile).")
+            if plan.one_barrier:
+                steps("one barrier per k tile (applied after TVM places its barriers, kernels/lowering."
+                      "merge_barriers): each thread waits for its own copies of tile k, one barrier then makes tile "
+                      "k visible to all and proves that every thread has finished with tile k-1, and only after it "
+                      f"are the copies of tile k+{plan.stages - 1} issued into that freed buffer.")
     _launch_bounds(plan, threads, steps)
     if plan.unroll:
         sch.annotate(bx, "pragma_auto_unroll_max_step", plan.unroll)
