@@ -40,7 +40,8 @@ def compare(path: Path = DATA) -> pd.DataFrame:
     for _, r in recorded(path).iterrows():
         shape = json.loads(r["shape"])
         preset = r["preset"] if isinstance(r["preset"], str) and r["preset"] else None
-        k = resolve(r["op"], "cuda", shape, preset, r["overrides"] if isinstance(r["overrides"], str) else None)
+        # the knobs the kernel was measured with (a knob added since takes its default, which is what ran)
+        k = resolve(r["op"], "cuda", shape, None, r["knobs"])
         c = counts(r["op"], shape, k, "cuda")
         divides = not has_remainder(k, shape)
         for m, label in METRICS.items():
