@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 VARIANTS = {          # name -> (knobs over best, copies late)
     "best": ("", False),
@@ -24,20 +23,12 @@ VARIANTS = {          # name -> (knobs over best, copies late)
 
 
 def measure(out_dir: str) -> None:
-    import numpy as np
     from kernels import build, lowering
     from kernels.knobs import knobs_text, resolve
-    from kernels.ops import OPS
-    doc = {"device": build.device_name("cuda"), "versions": build.versions(),
-           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "command": "bash bench/device_run25.sh (python3 -m bench.late_copies)",
-           "units": "median_ms, spread_ms (IQR) of 7 repeats", "shapes": []}   # not "rows" (see bench/splitk.py)
+    from .splitk import experiment_doc, gemm_row
+    doc = experiment_doc("bash bench/device_run25.sh (python3 -m bench.late_copies)")
     for n in (4096, 1024):
-        s = {"M": n, "N": n, "K": n}
-        xs = OPS["gemm"].random_inputs(s, np.random.default_rng(0))
-        ref = build.reference_timer("gemm", "cuda", xs)
-        ts = build._time_host(ref[1], 7, ref[2])
-        row = {"shape": s, "reference": {"name": ref[0], "median_ms": float(np.median(ts))}, "runs": {}}
+        s, row = gemm_row(n)
         for name, (text, late) in VARIANTS.items():
             k = resolve("gemm", "cuda", s, "best", text or None)
             sch, _ = build.create("gemm", s, k, "cuda")

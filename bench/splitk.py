@@ -82,21 +82,33 @@ def schedule(n: int, G: int = 2, KT: int = 32, TM: int = 64, TN: int = 64, PM: i
     return sch
 
 
-def measure(out_dir: str) -> None:
-    """Each variant against `best` and cuBLAS at 1024^3 and 4096^3, in one process, verified."""
+def experiment_doc(command: str, **extra) -> dict:
+    """The header of a GPU experiment's data file (GEMM variants outside the knobs)."""
+    from kernels import build
+    return {"device": build.device_name("cuda"), "versions": build.versions(),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": command, **extra,
+            "units": "median_ms, spread_ms (IQR) of 7 repeats",
+            "shapes": []}         # not "rows": the Benchmarks page reads tables of knob runs, and these have none
+
+
+def gemm_row(n: int) -> tuple[dict, dict]:
+    """An n^3 GEMM shape and its data row, with cuBLAS timed (7 repeats, median) in this process."""
     import numpy as np
     from kernels import build
+    s = {"M": n, "N": n, "K": n}
+    xs = OPS["gemm"].random_inputs(s, np.random.default_rng(0))
+    ref = build.reference_timer("gemm", "cuda", xs)
+    ts = build._time_host(ref[1], 7, ref[2])
+    return s, {"shape": s, "reference": {"name": ref[0], "median_ms": float(np.median(ts))}, "runs": {}}
+
+
+def measure(out_dir: str) -> None:
+    """Each variant against `best` and cuBLAS at 1024^3 and 4096^3, in one process, verified."""
+    from kernels import build
     from kernels.knobs import preset
-    doc = {"device": build.device_name("cuda"), "versions": build.versions(),
-           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": "bash bench/device_run17.sh "
-           "(python3 -m bench.splitk)", "variants": VARIANTS, "units": "median_ms, spread_ms (IQR) of 7 repeats",
-           "shapes": []}          # not "rows": the Benchmarks page reads tables of knob runs, and these have none
+    doc = experiment_doc("bash bench/device_run17.sh (python3 -m bench.splitk)", variants=VARIANTS)
     for n in (1024, 4096):
-        s = {"M": n, "N": n, "K": n}
-        xs = OPS["gemm"].random_inputs(s, np.random.default_rng(0))
-        ref = build.reference_timer("gemm", "cuda", xs)
-        ts = build._time_host(ref[1], 7, ref[2])
-        row = {"shape": s, "reference": {"name": ref[0], "median_ms": float(np.median(ts))}, "runs": {}}
+        s, row = gemm_row(n)
         mods = {"best": build.compiled("gemm", tuple(s.items()), preset("gemm", "cuda", "best", s), "cuda")[1]}
         for name, kw in VARIANTS.items():
             mods[name] = lowering.compile(schedule(n, **kw).mod, "cuda").jit()

@@ -137,7 +137,10 @@ CANDIDATES: dict[str, dict[str, str]] = {
         "g128x64k32a-g8": "tile_m=128,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,group_m=8",
         # pass 11: barriers. Nsight Compute puts best's warps at a barrier 0.69 cycles per issued instruction
         # against cuBLAS's 0.11 (data/h200_gemm_stalls.json); best's k loop has two barriers per 1024
-        # multiply-adds, cuBLAS's one. one_barrier=true merges TVM's two into one (kernels/lowering.merge_barriers)
+        # multiply-adds, cuBLAS's one. one_barrier=true merges TVM's two into one (kernels/lowering.merge_barriers).
+        # Measured (bench/device_run22.sh): best's knobs with it 2.979 ms against 3.001, barrier stalls 0.69 ->
+        # 0.39, issue active 81.9 -> 82.4%; every other schedule here slower than that. Ten alternating rounds
+        # (bench/device_run23.sh): faster in 8 of 10 at 4096^3 and 10 of 10 at 1024^3, so best ships it
         "g64p8x4k32a-1b": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",
         "g64p8x4k32a3-1b": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=32,stages=3,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",
         "g64p8x4k16a-1b": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",

@@ -120,6 +120,63 @@ def record_stalls(runs: list[tuple[str, str, str]]) -> None:
     json.dump(doc, open(path, "w"), indent=1)
 
 
+def pc_sampling(csv_text: str) -> list[dict]:
+    """Per kernel of an ncu source-page export (ncu -i REP --page source --csv --print-source sass): the
+    warp-state samples of its longest loop (the backward branch spanning the most FFMAs) by opcode, and the
+    instructions with the most dispatch-stall samples."""
+    import csv
+    import io
+    from collections import Counter, defaultdict
+    out = []
+    for part in re.split(r'^"Kernel Name",', csv_text, flags=re.M)[1:]:
+        name, body = part.split("\n", 1)
+        rows = list(csv.DictReader(io.StringIO(body)))
+        ops = [(r["Source"].split() or ["?"]) for r in rows]
+        ops = [[w for w in o if not w.startswith("@")] or ["?"] for o in ops]
+        opcode = [o[0].split(".")[0] for o in ops]
+        addr = [int(r["Address"], 16) for r in rows]
+        loops = []
+        for i, o in enumerate(ops):
+            m = re.search(r"0x([0-9a-f]+)", " ".join(o[1:])) if opcode[i] == "BRA" else None
+            j = addr.index(int(m.group(1), 16)) if m and int(m.group(1), 16) in addr else i
+            if j < i:                               # a backward branch: the loop [j, i]
+                loops.append((sum(opcode[k] == "FFMA" for k in range(j, i + 1)), j, i))
+        _, j, i = max(loops)
+
+        def num(x: str) -> float:
+            return float(x.replace(",", "") or 0)
+        reasons = [c for c in rows[0] if c.startswith("stall_") and not c.endswith("(Not Issued)")]
+        by_op: dict = defaultdict(Counter)
+        count = Counter(opcode[j:i + 1])
+        for k in range(j, i + 1):
+            for c in reasons:
+                by_op[c][opcode[k]] += num(rows[k][c])
+        total = {c: sum(v.values()) for c, v in by_op.items()}
+        top = sorted(range(j, i + 1), key=lambda k: -num(rows[k]["stall_dispatch"]))[:12]
+        out.append({"kernel": name.strip('",'), "loop_instructions": i - j + 1, "loop_opcodes": dict(count.most_common()),
+                    "loop_samples": {c: int(v) for c, v in total.items() if v},
+                    "dispatch_share_by_opcode": {o: round(v / max(total["stall_dispatch"], 1), 4)
+                                                 for o, v in by_op["stall_dispatch"].most_common(8)},
+                    "dispatch_per_instruction_by_opcode": {o: round(v / count[o], 1)
+                                                           for o, v in by_op["stall_dispatch"].most_common(8)},
+                    "top_dispatch_instructions": [{"offset": addr[k] - addr[j], "sass": rows[k]["Source"].strip(),
+                                                   "dispatch_samples": int(num(rows[k]["stall_dispatch"]))}
+                                                  for k in top]})
+    return out
+
+
+def record_pc_sampling(csv: str, date: str, command: str) -> None:
+    """Where best's and cuBLAS's warps stall in their k loops, by opcode (bench/device_run24.sh) ->
+    data/h200_gemm_pc_sampling.json.     python -m bench.why_gemm --record-pc-sampling SRC_CSV DATE COMMAND"""
+    import json
+    from pathlib import Path
+    doc = {"device": "NVIDIA H200", "shape": {"M": 4096, "N": 4096, "K": 4096}, "date": date, "command": command,
+           "units": "PC-sampling samples (Nsight Compute SourceCounters) summed over the loop's instructions",
+           "kernels": pc_sampling(open(csv).read())}
+    json.dump(doc, open(Path(__file__).resolve().parent.parent / "data" / "h200_gemm_pc_sampling.json", "w"),
+              indent=1)
+
+
 def record_l2(csv: str, date: str, command: str) -> None:
     """The L2 hit rate and DRAM reads of best and its block groupings (bench/device_run18.sh) ->
     data/h200_gemm_l2.json.     python -m bench.why_gemm --record-l2 NCU_CSV DATE COMMAND"""
@@ -136,6 +193,8 @@ if __name__ == "__main__":
         record(sys.argv[2], sys.argv[3])
     elif sys.argv[1:2] == ["--record-l2"]:
         record_l2(*sys.argv[2:5])
+    elif sys.argv[1:2] == ["--record-pc-sampling"]:
+        record_pc_sampling(*sys.argv[2:5])
     elif sys.argv[1:2] == ["--record-stalls"]:
         record_stalls([tuple(sys.argv[2:5])])
     elif sys.argv[1:2] == ["--stalls"]:

@@ -100,7 +100,8 @@ def merge_barriers(stmt, late: bool = False):
     The one barrier does both jobs: every thread has finished computing tile k-1 when it passes it, and
     tile k is in shared memory. The copies still overlap tile k's compute, as before. With `late` (S >= 3
     only: with 2 stages the next iteration would wait for them at once) the copies follow the compute
-    instead. A loop of any other shape (not exactly these two barriers, one in each part) is left as it is."""
+    instead. Where TVM unrolled the loop, each tile's pair is rewritten the same way. Anything else (not
+    exactly one barrier in each part) is left as it is."""
     from tvm.tirx import stmt as S
     from ._tirpy import is_sync
 
@@ -124,15 +125,12 @@ def merge_barriers(stmt, late: bool = False):
             return None if d is None else S.AttrStmt(s.node, s.attr_key, s.value, d)
         return None
 
-    def merged(body):
-        seq = list(body.seq) if isinstance(body, S.SeqStmt) else [body]
-        if len(seq) != 2 or count_syncs(body) != 2:
-            return None
-        commit, wait = seq
+    def merged(commit, wait):
+        """The (commit, wait) pair of one reduction tile as one wait scope, or None if it is not one."""
         if not (isinstance(commit, S.AttrStmt) and commit.attr_key == "async_commit_queue_scope"
                 and isinstance(wait, S.AttrStmt) and wait.attr_key == "async_wait_queue_scope"
                 and isinstance(wait.body, S.AttrStmt) and wait.body.attr_key == "async_wait_inflight_count"
-                and count_syncs(commit) == 1 and int(wait.body.value) >= 1):
+                and count_syncs(commit) == 1 and count_syncs(wait) == 1 and int(wait.body.value) >= 1):
             return None
         rest = wait.body.body
         first = rest.seq[0] if isinstance(rest, S.SeqStmt) and len(rest.seq) else rest
@@ -148,7 +146,14 @@ def merge_barriers(stmt, late: bool = False):
     def visit(s):
         if isinstance(s, S.SeqStmt):
             new = [visit(c) for c in s.seq]
-            return s if all(a.same_as(b) for a, b in zip(new, s.seq)) else S.SeqStmt(new)
+            out, i = [], 0
+            while i < len(new):         # a loop body, or the same pair again and again where TVM unrolled it
+                m = merged(new[i], new[i + 1]) if i + 1 < len(new) else None
+                out.append(m if m is not None else new[i])
+                i += 2 if m is not None else 1
+            if len(out) == len(s.seq) and all(a.same_as(b) for a, b in zip(out, s.seq)):
+                return s
+            return S.SeqStmt(out) if len(out) > 1 else out[0]
         if isinstance(s, S.AttrStmt):
             b = visit(s.body)
             return s if b.same_as(s.body) else S.AttrStmt(s.node, s.attr_key, s.value, b)
@@ -160,8 +165,6 @@ def merge_barriers(stmt, late: bool = False):
             return S.IfThenElse(s.condition, t, e)
         if isinstance(s, S.For):
             b = visit(s.body)
-            m = merged(b) if s.kind == S.ForKind.SERIAL else None
-            b = m if m is not None else b
             if b.same_as(s.body):
                 return s
             return S.For(s.loop_var, s.min, s.extent, s.kind, b, s.thread_binding, s.annotations, s.step)

@@ -94,3 +94,55 @@ def test_group_m_reorders_the_blocks_and_changes_no_count():
     terms = r"blockIdx_x [/%]+ \d+(?: // \d+)?"
     assert {"blockIdx_x // 6", "blockIdx_x % 6 // 2", "blockIdx_x % 2"} <= set(re.findall(terms, grouped))
     assert set(re.findall(terms, rowwise)) == {"blockIdx_x // 3", "blockIdx_x % 3"}
+
+
+def _loop(src: str) -> list[str]:
+    """The barrier, wait, commit and copy lines of the first k loop in CUDA source, in order."""
+    body = src[src.index("for (int k_0"):]
+    body = body[:body.index("\n  }\n")]
+    keep = ("__syncthreads", "wait_group", "commit_group", "cp_async", "C_local_ptr[0] = ")
+    out = [next(k for k in keep if k in line) for line in body.splitlines() if any(k in line for k in keep)]
+    first = out.index(keep[-1])                         # the compute: its first multiply-add stands for it
+    return [x for i, x in enumerate(out) if x != keep[-1] or i == first]
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_one_barrier_leaves_one_barrier_per_k_tile_before_the_copies(stages):
+    """TVM's loop is [barrier, copies, commit, wait S-1, barrier, compute]; merged it is [wait S-2, barrier,
+    copies, commit, compute], and the lowered kernel the simulator walks is rewritten the same way."""
+    s = {"M": 256, "N": 256, "K": 256}
+    two = resolve("gemm", "cuda", s, "best", f"stages={stages},one_barrier=false")
+    one = resolve("gemm", "cuda", s, "best", f"stages={stages}")
+    assert one.one_barrier
+    copies = ["cp_async"] * 8
+    assert _loop(build.source("gemm", s, two, "cuda", "cuda")) == [
+        "__syncthreads", *copies, "commit_group", "wait_group", "__syncthreads", "C_local_ptr[0] = "]
+    src = build.source("gemm", s, one, "cuda", "cuda")
+    assert _loop(src) == ["wait_group", "__syncthreads", *copies, "commit_group", "C_local_ptr[0] = "]
+    loop = src[src.index("for (int k_0"):]
+    assert loop.index(f"wait_group_{stages - 2}();") < loop.index("__syncthreads")
+    syncs = [build.source("gemm", s, k, "cuda", "lowered").count("tvm_storage_sync") for k in (two, one)]
+    assert syncs[1] == syncs[0] - 1
+
+
+def test_one_barrier_changes_no_count_and_computes_the_reference_where_tiles_do_not_divide():
+    s = {"M": 40, "N": 36, "K": 28}
+    for stages in (2, 3):
+        k = resolve("gemm", "cuda", s, None, f"{PIPE},async_copy=true,stages={stages},one_barrier=true")
+        plain = resolve("gemm", "cuda", s, None, f"{PIPE},async_copy=true,stages={stages}")
+        assert traffic.counts("gemm", s, k, "cuda").as_dict() == traffic.counts("gemm", s, plain, "cuda").as_dict()
+        assert traffic.simulate("gemm", s, k, "cuda") < 1e-4
+        assert build.source("gemm", s, k, "cuda", "lowered") != build.source("gemm", s, plain, "cuda", "lowered")
+    big = {"M": 1000, "N": 1000, "K": 1000}           # guarded copies: the same counts with the merged barrier
+    assert traffic.counts("gemm", big, resolve("gemm", "cuda", big, "best"), "cuda").as_dict() == traffic.counts(
+        "gemm", big, resolve("gemm", "cuda", big, "best", "one_barrier=false"), "cuda").as_dict()
+
+
+def test_late_copies_issue_the_next_tiles_after_the_compute():
+    """bench/late_copies.py's variant (it lost on the H200): with 3 stages the copies follow the compute."""
+    from kernels import lowering
+    s = {"M": 256, "N": 256, "K": 256}
+    k = resolve("gemm", "cuda", s, "best", "stages=3")
+    sch, _ = build.create("gemm", s, k, "cuda")
+    src = lowering.compile(sch.mod, "cuda", (), 0, True, True).mod.imports[0].inspect_source()
+    assert _loop(src) == ["wait_group", "__syncthreads", "C_local_ptr[0] = ", *["cp_async"] * 8, "commit_group"]

@@ -3,6 +3,7 @@ data: provenance, verification, and that it describes the schedules the code shi
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -174,7 +175,56 @@ def test_gemm_ratio_spread_recorded_and_what_it_says():
     assert d["device"] == "NVIDIA H200" and d["date"] and "device_run19" in d["command"]
     by = {x["shape"]["M"]: x for x in d["shapes"]}
     for m, x in by.items():
-        assert len(x["ratios"]) == 10 and x["knobs"] == knobs_text(preset("gemm", "cuda", "best", x["shape"]))
+        # best as it was then: today's best without one_barrier (added later, data/h200_gemm_one_barrier.json)
+        then = replace(preset("gemm", "cuda", "best", x["shape"]), one_barrier=False)
+        assert len(x["ratios"]) == 10 and parse_knobs("gemm", "cuda", x["knobs"]) == then
         assert x["ratios"] == pytest.approx([r / b for r, b in zip(x["ref_ms"], x["best_ms"])])
     assert by[4096]["median_ratio"] < 0.9 <= by[4096]["max_ratio"]
     assert 1.05 < by[1024]["min_ratio"] <= by[1024]["max_ratio"] < 1.2
+
+
+def test_one_barrier_recorded_faster_round_by_round_and_is_best():
+    """Pass 11: merging the pipeline's two barriers per k tile into one (one_barrier) was faster than best
+    without it in most of ten alternating rounds at both sizes, verified, and best now ships it."""
+    d = json.load(open(DATA / "h200_gemm_one_barrier.json"))
+    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run23" in d["command"]
+    for x in d["shapes"]:
+        v = x["variant"]
+        assert v["ok"] and v["rel_err"] < 1e-4 and len(v["ms"]) == len(x["best_ms"]) == 10
+        assert parse_knobs("gemm", "cuda", v["knobs"]) == preset("gemm", "cuda", "best", x["shape"])
+        assert v["speedup_over_best"] == pytest.approx([b / m for b, m in zip(x["best_ms"], v["ms"])])
+        assert v["median_speedup"] > 1 and v["rounds_faster"] >= 8
+    by = {x["shape"]["M"]: x["variant"] for x in d["shapes"]}
+    # still short of the goals: the 4096^3 median under 0.9x, 1024^3 under 1.2x
+    assert by[4096]["median_ratio"] < 0.9 and by[1024]["max_ratio"] < 1.2
+    k = {(x["who"], x["date"][:13]): x for x in json.load(open(DATA / "h200_gemm_stalls.json"))["kernels"]}
+    two, one = k[("g64p8x4k32a", "2026-12-03T14")], k[("g64p8x4k32a-1b", "2026-12-03T14")]
+    barrier = "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"
+    assert one[barrier] < 0.6 * two[barrier] and one["gpu__time_duration.sum"] < two["gpu__time_duration.sum"]
+
+
+def test_dispatch_stalls_sit_on_the_copy_address_arithmetic():
+    """PC sampling of best's k loop: an integer instruction (the copies' address arithmetic, all between the
+    barrier and the first multiply-add) collects over ten times the dispatch stalls of a multiply-add; in
+    cuBLAS's loop, where that arithmetic is spread among the multiply-adds, about three times."""
+    d = json.load(open(DATA / "h200_gemm_pc_sampling.json"))
+    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run24" in d["command"]
+    best, cublas = d["kernels"]
+    assert best["kernel"] == "main_kernel" and "xmma_gemm" in cublas["kernel"]
+    for k in (best, cublas):
+        assert k["loop_opcodes"]["FFMA"] == 1024
+    per = best["dispatch_per_instruction_by_opcode"]
+    assert per["IADD3"] > 10 * per["FFMA"] and per["LEA"] > 10 * per["FFMA"]
+    assert best["dispatch_share_by_opcode"]["IADD3"] + best["dispatch_share_by_opcode"]["LEA"] > 0.3
+    assert cublas["dispatch_per_instruction_by_opcode"]["IADD3"] < 5 * cublas["dispatch_per_instruction_by_opcode"]["FFMA"]
+    assert best["loop_samples"]["stall_dispatch"] > 3 * cublas["loop_samples"]["stall_dispatch"]
+
+
+def test_late_copies_recorded_verified_and_slower_than_best():
+    d = json.load(open(DATA / "h200_late_copies.json"))
+    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run25" in d["command"]
+    for x in d["shapes"]:
+        runs = x["runs"]
+        assert all(r["ok"] for r in runs.values()) and {r["late"] for r in runs.values()} == {False, True}
+        assert parse_knobs("gemm", "cuda", runs["best"]["knobs"]) == preset("gemm", "cuda", "best", x["shape"])
+        assert min(runs, key=lambda n: runs[n]["median_ms"]) == "best"

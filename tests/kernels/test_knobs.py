@@ -277,3 +277,13 @@ def test_interleave_needs_more_than_one_thread_along_the_axis():
                    "tile_m=2,tile_n=7,patch_m=2,patch_n=1,k_split=1,cache_a=shared,cache_b=shared,interleave=true")
     assert msg.startswith("interleave=true rearranges the shared tiles, and none is rearranged here")
     assert "tile_m larger than patch_m" in msg
+
+
+def test_one_barrier_needs_the_cp_async_pipeline_and_fit_drops_it_with_async_copy():
+    assert problems("gemm", "cuda", BIG, "tile_m=64,tile_n=64,patch_m=8,patch_n=4,cache_a=shared+local,"
+                                         "cache_b=shared+local,pipeline=true,one_barrier=true") == (
+        "one_barrier=true merges the two barriers of the cp.async pipeline, and this schedule has none; set "
+        "pipeline=true and async_copy=true, or one_barrier=false.")
+    assert resolve("gemm", "cuda", BIG, "best").one_barrier
+    one_thread = resolve("gemm", "cuda", {"M": 4, "N": 4, "K": 64}, "best")     # a one-thread block: no cp.async
+    assert not one_thread.async_copy and not one_thread.one_barrier
