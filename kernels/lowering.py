@@ -49,18 +49,18 @@ CONFIG = {"cuda": {"tirx.use_async_copy": True}}
 
 
 def compile(mod: tvm.IRModule, target: str, skip: tuple[str, ...] = (), min_blocks: int = 0,
-            one_barrier: bool = False, late_copies: bool = False):
+            one_barrier: bool = False, copies_at: float = 0.0):
     """The runtime module; `min_blocks` > 0 gives every CUDA kernel __launch_bounds__(threads, min_blocks);
     `one_barrier` merges a cp.async pipeline's two barriers per reduction tile into one (merge_barriers;
-    `late_copies` issues the copies after the tile's compute, bench/late_copies.py)."""
+    `copies_at` > 0 issues the copies that far into the tile's compute, bench/late_copies.py)."""
     with tvm.transform.PassContext(opt_level=3, disabled_pass=list(skip), config=CONFIG.get(target, {})):
         return tvm.compile(mod, target=tvm_target(target),
-                           tir_pipeline=_device_pipeline(min_blocks, one_barrier, late_copies)
+                           tir_pipeline=_device_pipeline(min_blocks, one_barrier, copies_at)
                            if min_blocks or one_barrier else "default")
 
 
 @functools.lru_cache(maxsize=None)
-def _device_pipeline(blocks: int, one_barrier: bool, late: bool = False) -> str:
+def _device_pipeline(blocks: int, one_barrier: bool, copies_at: float = 0.0) -> str:
     """TVM's default pipeline with two device-side additions: the kernels marked
     `tirx.launch_bounds_min_blocks_per_sm` (which CUDA codegen writes as the second argument of
     __launch_bounds__), and merge_barriers on every kernel. Registered once per combination, by name, because
@@ -75,7 +75,7 @@ def _device_pipeline(blocks: int, one_barrier: bool, late: bool = False) -> str:
                 if blocks:
                     f = f.with_attr("tirx.launch_bounds_min_blocks_per_sm", blocks)
                 if one_barrier:
-                    f = f.with_body(merge_barriers(f.body, late))
+                    f = f.with_body(merge_barriers(f.body, copies_at))
             funcs[gv] = f
         return tvm.IRModule(funcs, attrs=mod.attrs)
 
@@ -83,12 +83,12 @@ def _device_pipeline(blocks: int, one_barrier: bool, late: bool = False) -> str:
         main, host, device = cp.get_tir_pipeline("default")
         return main, host, lambda: tvm.ir.transform.Sequential([mark, device()])
 
-    name = f"kernel_lab.device_{blocks}_{int(one_barrier)}_{int(late)}"
+    name = f"kernel_lab.device_{blocks}_{int(one_barrier)}_{copies_at:g}"
     cp.register_tir_pipeline(name, factory)
     return name
 
 
-def merge_barriers(stmt, late: bool = False):
+def merge_barriers(stmt, copies_at: float = 0.0):
     """One barrier per reduction tile instead of two, in every cp.async software pipeline.
 
     TVM's pipelined loop body is   [barrier; issue the copies of tile k+S-1; commit]
@@ -98,9 +98,9 @@ def merge_barriers(stmt, late: bool = False):
                                     [wait until S-2 groups are in flight (tile k has landed); barrier;
                                      issue the copies of tile k+S-1; commit; compute tile k]
     The one barrier does both jobs: every thread has finished computing tile k-1 when it passes it, and
-    tile k is in shared memory. The copies still overlap tile k's compute, as before. With `late` (S >= 3
-    only: with 2 stages the next iteration would wait for them at once) the copies follow the compute
-    instead. Where TVM unrolled the loop, each tile's pair is rewritten the same way. Anything else (not
+    tile k is in shared memory. The copies still overlap tile k's compute, as before. `copies_at` in (0, 1]
+    issues them that far into the compute's statements instead (1: after it, which only overlaps anything
+    with S >= 3: with 2 stages the next iteration would wait for them at once). Where TVM unrolled the loop, each tile's pair is rewritten the same way. Anything else (not
     exactly one barrier in each part) is left as it is."""
     from tvm.tirx import stmt as S
     from ._tirpy import is_sync
@@ -139,7 +139,8 @@ def merge_barriers(stmt, late: bool = False):
         copies = drop_first_sync(commit.body)
         issue = S.AttrStmt(commit.node, commit.attr_key, commit.value, copies)
         compute = list(rest.seq[1:]) if isinstance(rest, S.SeqStmt) else []
-        inner = S.SeqStmt([first, *compute, issue] if late else [first, issue, *compute])
+        at = round(copies_at * len(compute))
+        inner = S.SeqStmt([first, *compute[:at], issue, *compute[at:]])
         count = S.AttrStmt(wait.body.node, wait.body.attr_key, int(wait.body.value) - 1, inner)
         return S.AttrStmt(wait.node, wait.attr_key, wait.value, count)
 

@@ -138,11 +138,17 @@ def test_one_barrier_changes_no_count_and_computes_the_reference_where_tiles_do_
         "gemm", big, resolve("gemm", "cuda", big, "best", "one_barrier=false"), "cuda").as_dict()
 
 
-def test_late_copies_issue_the_next_tiles_after_the_compute():
-    """bench/late_copies.py's variant (it lost on the H200): with 3 stages the copies follow the compute."""
+@pytest.mark.parametrize("stages, at", [(3, 1.0), (2, 0.5)])
+def test_copies_at_places_the_next_tiles_copies_inside_or_after_the_compute(stages, at):
+    """bench/late_copies.py's variants (they lost on the H200): the copies after, or in the middle of, the
+    multiply-adds of the tile."""
     from kernels import lowering
     s = {"M": 256, "N": 256, "K": 256}
-    k = resolve("gemm", "cuda", s, "best", "stages=3")
+    k = resolve("gemm", "cuda", s, "best", f"stages={stages}")
     sch, _ = build.create("gemm", s, k, "cuda")
-    src = lowering.compile(sch.mod, "cuda", (), 0, True, True).mod.imports[0].inspect_source()
+    src = lowering.compile(sch.mod, "cuda", (), 0, True, at).mod.imports[0].inspect_source()
     assert _loop(src) == ["wait_group", "__syncthreads", "C_local_ptr[0] = ", *["cp_async"] * 8, "commit_group"]
+    body = src[src.index("for (int k_0"):]
+    fmas = [m.start() for m in re.finditer(r"C_local_ptr\[\d+\] = \(C_local_ptr", body[:body.index("\n  }\n")])]
+    before = sum(p < body.index("ptx_cp_async_legacy") for p in fmas)
+    assert before == pytest.approx(at * len(fmas), abs=32)
