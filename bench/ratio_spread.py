@@ -14,10 +14,10 @@ import time
 import numpy as np
 
 ROUNDS = 10
+COMMAND = "bash bench/device_run19.sh (python3 -m bench.ratio_spread)"
 
 
-def measure(out_dir: str, variant: str | None = None,
-            command: str = "bash bench/device_run19.sh (python3 -m bench.ratio_spread)") -> None:
+def measure(out_dir: str, variant: str | None = None, command: str = COMMAND) -> None:
     import tvm
     from kernels import build
     from kernels.knobs import knobs_text, preset, resolve
@@ -73,6 +73,6 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("out")
     p.add_argument("--variant", help="NAME=KNOBS: best with these knobs changed, timed in every round too")
-    p.add_argument("--command", default="bash bench/device_run19.sh (python3 -m bench.ratio_spread)")
+    p.add_argument("--command", default=COMMAND)
     a = p.parse_args()
     measure(a.out, a.variant, a.command)

@@ -6,9 +6,13 @@ SpeedOfLight, Occupancy, LaunchStats, WarpStateStats and shared-memory sections)
 """
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import numpy as np
+
+DATA = Path(__file__).resolve().parent.parent / "data"
 
 
 STALL_KERNELS = ("g64p8x4k32a", "i64p8x4k32a", "i128p8k16a")    # best, best interleaved, 128x128 of 8x8
@@ -74,8 +78,6 @@ KEEP = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "Achieved Oc
 
 
 def record(ncu_csv: str, date: str) -> None:
-    import json
-    from pathlib import Path
     from .ncu_data import rows
     kernels: dict = {}
     for r in rows(open(ncu_csv).read()):
@@ -89,7 +91,7 @@ def record(ncu_csv: str, date: str) -> None:
     doc = {"device": "NVIDIA H200", "date": date, "command": "bash bench/device_run8.sh (ncu --clock-control none "
            "--section SpeedOfLight,Occupancy,LaunchStats,WarpStateStats python3 -m bench.why_gemm)",
            "units": "Duration ns; throughputs and occupancy % of peak", "kernels": out}
-    json.dump(doc, open(Path(__file__).resolve().parent.parent / "data" / "h200_gemm_why.json", "w"), indent=1)
+    json.dump(doc, open(DATA / "h200_gemm_why.json", "w"), indent=1)
 
 
 def _launched(csv: str, command: str) -> list[dict]:
@@ -108,9 +110,7 @@ def _launched(csv: str, command: str) -> list[dict]:
 def record_stalls(runs: list[tuple[str, str, str]]) -> None:
     """(ncu csv, date, command) per device run -> appended to data/h200_gemm_stalls.json.
         python -m bench.why_gemm --record-stalls NCU_CSV DATE COMMAND"""
-    import json
-    from pathlib import Path
-    path = Path(__file__).resolve().parent.parent / "data" / "h200_gemm_stalls.json"
+    path = DATA / "h200_gemm_stalls.json"
     out = json.load(open(path))["kernels"] if path.exists() else []
     for csv, date, command in runs:
         out += [{"who": k.pop("who"), "date": date, "command": command, **k} for k in _launched(csv, command)]
@@ -118,6 +118,11 @@ def record_stalls(runs: list[tuple[str, str, str]]) -> None:
            "units": "stall reasons: warps stalled per issued instruction; pct: % of peak; time: ns",
            "metrics": STALL_METRICS, "kernels": out}
     json.dump(doc, open(path, "w"), indent=1)
+
+
+def _num(x: str) -> float:
+    """An ncu export's number ("1,234", or empty for none)."""
+    return float(x.replace(",", "") or 0)
 
 
 def pc_sampling(csv_text: str) -> list[dict]:
@@ -142,17 +147,14 @@ def pc_sampling(csv_text: str) -> list[dict]:
             if j < i:                               # a backward branch: the loop [j, i]
                 loops.append((sum(opcode[k] == "FFMA" for k in range(j, i + 1)), j, i))
         _, j, i = max(loops)
-
-        def num(x: str) -> float:
-            return float(x.replace(",", "") or 0)
         reasons = [c for c in rows[0] if c.startswith("stall_") and not c.endswith("(Not Issued)")]
         by_op: dict = defaultdict(Counter)
         count = Counter(opcode[j:i + 1])
         for k in range(j, i + 1):
             for c in reasons:
-                by_op[c][opcode[k]] += num(rows[k][c])
+                by_op[c][opcode[k]] += _num(rows[k][c])
         total = {c: sum(v.values()) for c, v in by_op.items()}
-        top = sorted(range(j, i + 1), key=lambda k: -num(rows[k]["stall_dispatch"]))[:12]
+        top = sorted(range(j, i + 1), key=lambda k: -_num(rows[k]["stall_dispatch"]))[:12]
         out.append({"kernel": name.strip('",'), "loop_instructions": i - j + 1, "loop_opcodes": dict(count.most_common()),
                     "loop_samples": {c: int(v) for c, v in total.items() if v},
                     "dispatch_share_by_opcode": {o: round(v / max(total["stall_dispatch"], 1), 4)
@@ -160,7 +162,7 @@ def pc_sampling(csv_text: str) -> list[dict]:
                     "dispatch_per_instruction_by_opcode": {o: round(v / count[o], 1)
                                                            for o, v in by_op["stall_dispatch"].most_common(8)},
                     "top_dispatch_instructions": [{"offset": addr[k] - addr[j], "sass": rows[k]["Source"].strip(),
-                                                   "dispatch_samples": int(num(rows[k]["stall_dispatch"]))}
+                                                   "dispatch_samples": int(_num(rows[k]["stall_dispatch"]))}
                                                   for k in top]})
     return out
 
@@ -168,23 +170,18 @@ def pc_sampling(csv_text: str) -> list[dict]:
 def record_pc_sampling(csv: str, date: str, command: str) -> None:
     """Where best's and cuBLAS's warps stall in their k loops, by opcode (bench/device_run24.sh) ->
     data/h200_gemm_pc_sampling.json.     python -m bench.why_gemm --record-pc-sampling SRC_CSV DATE COMMAND"""
-    import json
-    from pathlib import Path
     doc = {"device": "NVIDIA H200", "shape": {"M": 4096, "N": 4096, "K": 4096}, "date": date, "command": command,
            "units": "PC-sampling samples (Nsight Compute SourceCounters) summed over the loop's instructions",
            "kernels": pc_sampling(open(csv).read())}
-    json.dump(doc, open(Path(__file__).resolve().parent.parent / "data" / "h200_gemm_pc_sampling.json", "w"),
-              indent=1)
+    json.dump(doc, open(DATA / "h200_gemm_pc_sampling.json", "w"), indent=1)
 
 
 def record_l2(csv: str, date: str, command: str) -> None:
     """The L2 hit rate and DRAM reads of best and its block groupings (bench/device_run18.sh) ->
     data/h200_gemm_l2.json.     python -m bench.why_gemm --record-l2 NCU_CSV DATE COMMAND"""
-    import json
-    from pathlib import Path
     doc = {"device": "NVIDIA H200", "shape": {"M": 4096, "N": 4096, "K": 4096}, "date": date, "command": command,
            "units": "hit rate %, DRAM bytes, time ns", "kernels": _launched(csv, command)}
-    json.dump(doc, open(Path(__file__).resolve().parent.parent / "data" / "h200_gemm_l2.json", "w"), indent=1)
+    json.dump(doc, open(DATA / "h200_gemm_l2.json", "w"), indent=1)
 
 
 if __name__ == "__main__":

@@ -568,7 +568,9 @@ def fit(k, s: Shape):
             ch[f"{x}_split"] = min(getattr(k, f"{x}_split"), n)
     k = replace(k, **ch)
     if getattr(k, "async_copy", False) and _threads(k) == 1:      # a one-thread block copies in a loop
-        k = replace(k, async_copy=False, **({"one_barrier": False} if hasattr(k, "one_barrier") else {}))
+        k = replace(k, async_copy=False)
+        if getattr(k, "one_barrier", False):                      # nothing left for it to merge
+            k = replace(k, one_barrier=False)
     if getattr(k, "interleave", False) and _interleave_problem(k, s):   # the layout is of whole block tiles
         k = replace(k, interleave=False)
     if getattr(k, "k_threads", 1) > 1:

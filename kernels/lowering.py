@@ -100,13 +100,13 @@ def merge_barriers(stmt, copies_at: float = 0.0):
     The one barrier does both jobs: every thread has finished computing tile k-1 when it passes it, and
     tile k is in shared memory. The copies still overlap tile k's compute, as before. `copies_at` in (0, 1]
     issues them that far into the compute's statements instead (1: after it, which only overlaps anything
-    with S >= 3: with 2 stages the next iteration would wait for them at once). Where TVM unrolled the loop, each tile's pair is rewritten the same way. Anything else (not
-    exactly one barrier in each part) is left as it is."""
+    with S >= 3: with 2 stages the next iteration would wait for them at once). Where TVM unrolled the loop,
+    each tile's pair is rewritten the same way. Anything else (not exactly one barrier in each part) is left
+    as it is."""
     from tvm.tirx import stmt as S
-    from ._tirpy import is_sync
+    from ._tirpy import children, is_sync
 
     def count_syncs(s) -> int:
-        from ._tirpy import children
         return int(is_sync(s)) + sum(count_syncs(c) for c in children(s))
 
     def drop_first_sync(s):
