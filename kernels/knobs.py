@@ -425,7 +425,7 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         # registers, 6 blocks per SM instead of 5: 3.51, the capped code issues more per multiply-add), group_m=8
         # or 16 (L2 hits 64% -> 90%, DRAM reads a quarter: the same 3.00 ms, so memory is not what bounds it),
         # the copies issued later in the k tile so nvcc spreads their address arithmetic among the multiply-adds
-        # (2.99-3.10 against 2.98 with one_barrier; data/h200_late_copies.json).
+        # (2.99-3.09 against 2.98 with one_barrier; data/h200_late_copies.json).
         "best": dict(tile_m=64, tile_n=64, patch_m=8, patch_n=4, k_split=32, cache_a="shared+local",
                      cache_b="shared+local", cache_c="local", vector=4, unroll=4096, pipeline=True,
                      async_copy=True, one_barrier=True),
