@@ -149,6 +149,13 @@ CANDIDATES: dict[str, dict[str, str]] = {
         "g64x128p8x4k32a-1b": "tile_m=64,tile_n=128,patch_m=8,patch_n=4,k_split=32,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",
         "g64p8k16a-1b": "tile_m=64,tile_n=64,patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",
         "g64p8x4k8a3-1b": "tile_m=64,tile_n=64,patch_m=8,patch_n=4,k_split=8,stages=3,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true",
+        # pass 12: A's shared tile transposed (transpose_a). The 8x8 patches of pass 7 stalled on shared loads
+        # (short scoreboard 0.4-0.8) at 129-167 registers: A stored [m][k] makes nvcc hold 4 k steps of A at once.
+        # Transposed, one k step of 8 values is two 128-bit loads; with B interleaved in groups of 4 the 128x128
+        # tiles ran 2.91 ms in bench/device_run29.sh (bench/kmajor.py, data/h200_kmajor.json), 127 registers
+        "t128p8k16a-1b": "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true,interleave=true,transpose_a=true",
+        "t128p8k16a": "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,interleave=true,transpose_a=true",
+        "t128x64p8k16a-1b": "tile_m=128,tile_n=64,patch_m=8,patch_n=8,k_split=16,pipeline=true,async_copy=true,cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,one_barrier=true,interleave=true,transpose_a=true",
     },
     "conv1d": {
         "seed-local": "tile=256,patch=4,k_split=32,cache_a=local,cache_w=local",

@@ -96,9 +96,9 @@ def record(ncu_csv: str, date: str) -> None:
 
 def _launched(csv: str, command: str) -> list[dict]:
     """One entry per kernel of an ncu csv over stalls()'s launches, named in launch order (the candidates the
-    command gave after --stalls, then cuBLAS)."""
+    command gave after --stalls, or bench.kmajor's after --launch, then cuBLAS)."""
     from .ncu_data import rows
-    named = re.search(r"--stalls ([\w,-]+)", command)
+    named = re.search(r"--(?:stalls|launch) ([\w,-]+)", command)
     names = named.group(1).split(",") if named else list(STALL_KERNELS)
     kernels: dict = {}
     for r in rows(open(csv).read()):

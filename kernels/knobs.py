@@ -104,6 +104,7 @@ class Plan:
     min_blocks: int = 0                       # __launch_bounds__ minimum blocks per SM (0: ptxas chooses)
     group_rows: int = 1                       # block rows launched column by column together (a swizzle)
     one_barrier: bool = False                 # one barrier per reduction tile in a cp.async pipeline
+    transposed: tuple[str, ...] = ()          # inputs whose shared tile is stored transposed (GEMM A: [k][m])
 
 
 def _fp(scope: str, shared_tile: int, local_all: int, local_step: int) -> tuple[int, int]:
@@ -170,13 +171,28 @@ class GemmCuda:
                                   "and tells every thread that the buffer of the previous tile is free, and only "
                                   "then are the next tile's copies issued into it. TVM's pipeline puts a second "
                                   "barrier before those copies. Needs async_copy=true.", (False, True))
+    transpose_a: bool = _f(False, "Store A's shared tile transposed, k-major (A_shared[k][m], each k row padded "
+                                  "to a stride of 4 mod 32 floats): a thread's patch_m values of one k step are "
+                                  "then contiguous (two 128-bit loads for 8), so it keeps only one k step of A in "
+                                  "registers instead of four, and the copies into shared memory are 4-byte "
+                                  "cp.async (or plain) copies. Needs cache_a='shared' or 'shared+local'.",
+                           (False, True))
+
+    def a_row(self) -> int:
+        """Floats per row of A's shared tile: k_split (+ interleave padding), or with transpose_a the padded
+        tile_m (a stride of 4 mod 32: neighbouring k rows start 4 banks apart)."""
+        if self.transpose_a:
+            return self.tile_m + (4 - self.tile_m) % 32
+        return self.k_split + (row_pad(self.k_split, warp_rows(self)) if self.interleaved()[:1] == (("A", 0, 0, 1),)
+                               else 0)
 
     def interleaved(self) -> tuple[tuple[str, int, int, int], ...]:
         """The shared tiles `interleave` rearranges: (input, buffer dim, output axis, group of contiguous)."""
         if not self.interleave:
             return ()
         # with one thread along an axis there are no patches to interleave (and TVM cannot map that layout)
-        out = [("A", 0, 0, 1)] if "shared" in self.cache_a and self.tile_m > self.patch_m else []
+        out = [("A", 0, 0, 1)] if "shared" in self.cache_a and self.tile_m > self.patch_m and not self.transpose_a \
+            else []
         if "shared" in self.cache_b and self.patch_n > self.vector and self.patch_n % self.vector == 0 \
                 and self.tile_n > self.patch_n:
             out.append(("B", 1, 1, self.vector))
@@ -187,9 +203,8 @@ class GemmCuda:
 
     def footprint(self, s: Shape) -> tuple[int, int]:
         """(floats in shared memory per block, floats in registers per thread)."""
-        row = self.k_split + (row_pad(self.k_split, warp_rows(self)) if self.interleaved()[:1] == (("A", 0, 0, 1),)
-                              else 0)
-        a = _fp(self.cache_a, self.tile_m * row, self.patch_m * self.k_split, self.patch_m)
+        rows = self.k_split if self.transpose_a else self.tile_m
+        a = _fp(self.cache_a, rows * self.a_row(), self.patch_m * self.k_split, self.patch_m)
         b = _fp(self.cache_b, self.k_split * self.tile_n, self.k_split * self.patch_n, self.patch_n)
         buffers = self.stages if self.pipeline else 1   # pipelining keeps `stages` copies of the shared tiles
         return buffers * (a[0] + b[0]), a[1] + b[1] + _acc(self.cache_c, self.patch_m * self.patch_n)
@@ -199,7 +214,8 @@ class GemmCuda:
                     (("A", self.cache_a), ("B", self.cache_b)), self.cache_c, self.vector, self.unroll,
                     pipeline=self.pipeline, stages=self.stages, async_copy=self.async_copy,
                     interleave=self.interleaved(), pad_rows=row_pad(self.k_split, warp_rows(self)),
-                    min_blocks=self.min_blocks, group_rows=self.group_m, one_barrier=self.one_barrier)
+                    min_blocks=self.min_blocks, group_rows=self.group_m, one_barrier=self.one_barrier,
+                    transposed=("A",) if self.transpose_a and "shared" in self.cache_a else ())
 
 
 @dataclass(frozen=True)
@@ -400,35 +416,39 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         "seed": dict(tile_m=64, tile_n=64, patch_m=4, patch_n=4, k_split=16, cache_a="local", cache_b="local",
                      cache_c="local", vector=4),
         # best (H200), each step read off the access pattern, no autotuner:
-        # - 64x64 outputs per block, 128 threads; one thread owns an 8x4 patch (32 accumulators in registers):
-        #   per k step it loads 8 values of A and 4 of B and does 32 multiply-adds (a 4x4 patch: 16 per 8).
-        # - A and B are staged in shared memory in k tiles of 32: every value staged is read by 16 (A) or 8 (B)
-        #   threads of the block, which is what earns the barrier its keep here.
+        # - 128x128 outputs per block, 256 threads; one thread owns an 8x8 patch (64 accumulators in registers):
+        #   per k step it loads 8 values of A and 8 of B and does 64 multiply-adds (an 8x4 patch: 32 per 12).
+        # - A and B are staged in shared memory in k tiles of 16: every value staged is read by the 16 threads
+        #   of its patch row (A) or column (B), which is what earns the barrier its keep here.
+        # - A's tile is stored transposed, A_shared[k][m] (transpose_a): a thread's 8 values of A for one k step
+        #   are then two 128-bit loads, so it holds one k step of A in registers at a time. Stored [m][k] (as the
+        #   8x4 schedule below keeps it) nvcc merges 4 k steps of each row into one 128-bit load and holds 32
+        #   values of A at once, which with 8x8 patches leaves it no registers to load the next k step while
+        #   multiplying (129-167 registers, 3.4-3.9 ms). The copies of A into the transposed tile are 4-byte
+        #   cp.async copies (k is contiguous in global memory, m in shared); each k row is padded to 132 floats
+        #   so the 16 copies of one column land in different banks.
+        # - B's tile stores each thread's 8 columns as two groups of 4, 64 apart (interleave): the 16 threads
+        #   along n read 256 contiguous bytes per 128-bit load. Contiguous 8-column patches meet every bank twice
+        #   (268M bank conflicts, 40% of the shared wavefronts; 3.14 instead of 2.91 ms).
         # - the fills are cp.async copies (LDGSTS: global memory straight into shared memory, no register in
-        #   between) over two buffers: the copy of tile k+1 is in flight while the threads compute on tile k,
-        #   and a thread waits only once per 32 k, at the barrier.
+        #   between) over two buffers: the copy of tile k+1 is in flight while the threads compute on tile k.
         # - one barrier per k tile (one_barrier): each thread waits for its own copies of tile k, one barrier
         #   then publishes tile k and proves every thread is done with tile k-1, and only then are tile k+1's
-        #   copies issued into tile k-1's buffer. TVM's pipeline has a second barrier before those copies;
-        #   without it warps wait at barriers 0.39 cycles per instruction instead of 0.69, and best runs 0.9%
-        #   faster at 4096^3 (faster in 8 of 10 alternating rounds) and 0.3% at 1024^3 (10 of 10;
-        #   data/h200_gemm_one_barrier.json).
-        # - unroll=4096 unrolls the whole k tile: nvcc then merges the 4 consecutive k values of each patch row
-        #   of A into one 128-bit shared load, and B's 4 columns into another: 3 shared loads per k step for
-        #   32 multiply-adds.
-        # Measured (data/h200_bench.json): 0.900x cuBLAS at 4096^3 in the table's run, median 0.883x over ten rounds
-        # (data/h200_gemm_ratio_spread.json; 3.00-3.25 vs 2.72-2.79 ms; cuBLAS runs 256x128 tiles
-        # of 256 threads with 254 registers each, k tiles of 8, 3 stages), 1.085x at 1024^3 (1.077-1.090). Tried: 128x128 tiles of 8x8 (3.5 ms), 128x64 of
-        # 8x4 (3.1), k tiles of 16 (3.15) or 8 (3.5), 3 stages (3.08), the same pipeline without cp.async (3.26),
-        # interleaved shared tiles (3.03: this kernel has no bank conflicts to remove), 8x8 patches on 64x64,
-        # 64x128 or 128x128 tiles (3.4-3.9: 129-167 registers, 2-3 warps per scheduler), min_blocks=6 (80
-        # registers, 6 blocks per SM instead of 5: 3.51, the capped code issues more per multiply-add), group_m=8
-        # or 16 (L2 hits 64% -> 90%, DRAM reads a quarter: the same 3.00 ms, so memory is not what bounds it),
-        # the copies issued later in the k tile so nvcc spreads their address arithmetic among the multiply-adds
-        # (2.99-3.09 against 2.98 with one_barrier; data/h200_late_copies.json).
-        "best": dict(tile_m=64, tile_n=64, patch_m=8, patch_n=4, k_split=32, cache_a="shared+local",
+        #   copies issued into tile k-1's buffer. TVM's pipeline has a second barrier before those copies.
+        # - unroll=4096 unrolls the whole k tile: nvcc then loads each k step's fragments of A and B while the
+        #   multiply-adds of the step before run (1152 instructions per k tile, 11% not multiply-adds: the mix of
+        #   cuBLAS's own loop).
+        # Measured (data/h200_kmajor.json, bench/device_run29.sh): 2.91 ms at 4096^3, 0.926x cuBLAS, against
+        # 2.98 for the 8x4 schedule (BEST_FEW_OUTPUTS's); Nsight Compute: 127 registers, 2 blocks per SM, warps
+        # stalled at dispatch 0.45 cycles per instruction instead of 0.83, 19K bank conflicts.
+        # Fewer than 2 blocks per SM of these tiles (M*N < 2 * 132 * 128^2) leave the SMs idle: at 1024^3 they run
+        # 0.102 ms, the 8x4 schedule 0.052, so BEST_FEW_OUTPUTS keeps that one below.
+        # Tried: k tiles of 8 (3.07), 64x128 or 128x64 tiles (3.04, 2.99), 64x64 tiles of 8x8 (3.08), the same
+        # tiles without B interleaved (3.16) or with two barriers (3.23 without interleave, against 3.16),
+        # 3 stages (over the 48 KB of static shared memory per block).
+        "best": dict(tile_m=128, tile_n=128, patch_m=8, patch_n=8, k_split=16, cache_a="shared+local",
                      cache_b="shared+local", cache_c="local", vector=4, unroll=4096, pipeline=True,
-                     async_copy=True, one_barrier=True),
+                     async_copy=True, one_barrier=True, interleave=True, transpose_a=True),
     },
     ("conv1d", "cuda"): {
         "baseline": dict(tile=1, patch=1, k_split=BIG, cache_a="global", cache_w="global", cache_c="global"),
@@ -526,6 +546,26 @@ PRESET_NAMES = ("baseline", "naive", "seed", "best")
 # reduction, threads share each output's reduction; a small depthwise image wants smaller blocks.
 FEW_OUTPUTS = 16384
 BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int, dict]] = {
+    # GEMM with fewer outputs than two 128x128 blocks per SM of the H200 (2 * 132 * 128^2): 64x64 tiles, 8x4
+    # patches, A stored [m][k], 5 blocks of 128 threads per SM. Each step:
+    # - one thread owns an 8x4 patch (32 accumulators): per k step 8 values of A and 4 of B, 32 multiply-adds.
+    # - A and B staged in shared memory in k tiles of 32: every value staged is read by 16 (A) or 8 (B) threads.
+    # - cp.async fills over two buffers, one barrier per k tile (as best): without one_barrier warps wait at
+    #   barriers 0.69 cycles per instruction instead of 0.39; 0.9% faster at 4096^3 (8 of 10 alternating
+    #   rounds), 0.3% at 1024^3 (10 of 10; data/h200_gemm_one_barrier.json).
+    # - unroll=4096: nvcc merges the 4 consecutive k values of each patch row of A into one 128-bit shared load,
+    #   and B's 4 columns into another: 3 shared loads per k step for 32 multiply-adds.
+    # Measured: 1.09x cuBLAS at 1024^3 (0.052 ms; median 1.08x over ten rounds, data/h200_gemm_one_barrier.json),
+    # 2.98 ms at 4096^3 (best's tiles: 2.91). At 1024^3 the 128x128 tiles make 64 blocks for 132 SMs (0.102 ms).
+    # Tried at 1024^3: A transposed (0.065), 8x8 patches of 64x64 tiles (0.068), 128x64 tiles (0.072), in-block
+    # split-K (0.0545, data/h200_splitk.json), later copies (0.053-0.054, data/h200_late_copies.json); at
+    # 4096^3 (as the best of pass 11): 128x128 tiles of 8x8 with A [m][k] (3.5), k tiles of 16 (3.15) or 8 (3.5),
+    # 3 stages (3.08), no cp.async (3.26), min_blocks=6 (3.51), group_m=8 or 16 (L2 hits 64% -> 90%, the same
+    # 3.00 ms, so memory is not what bounds it).
+    ("gemm", "cuda"): (2 * 132 * 128 * 128, dict(tile_m=64, tile_n=64, patch_m=8, patch_n=4, k_split=32,
+                                                 cache_a="shared+local", cache_b="shared+local", cache_c="local",
+                                                 vector=4, unroll=4096, pipeline=True, async_copy=True,
+                                                 one_barrier=True)),
     ("conv1d", "cuda"): (16384, dict(tile=8, patch=1, k_threads=32, cache_a="global", cache_w="global",
                                      cache_c="global", unroll=512)),
     ("dwconv2d", "cuda"): (1 << 20, dict(tile_h=16, tile_w=32, patch_h=2, patch_w=2, cache_x="local",
@@ -728,6 +768,9 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
                        "none; set pipeline=true and async_copy=true, or one_barrier=false.")
         if getattr(k, "interleave", False) and _interleave_problem(k, s):
             out.append(_interleave_problem(k, s))
+        if getattr(k, "transpose_a", False) and "shared" not in k.cache_a:
+            out.append(f"transpose_a=true lays out A's shared tile, and cache_a={k.cache_a} keeps none; set cache_a "
+                       "to 'shared' or 'shared+local', or transpose_a=false.")
         group = getattr(k, "group_m", 1)
         rows = _block_rows(k, s) if group > 1 and k.tile_m > 0 else 1
         if group > 1 and rows % group:

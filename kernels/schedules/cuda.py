@@ -145,10 +145,13 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
             for spec in plan.interleave:
                 if spec[0] == name:
                     _interleave(sch, stage, plan, spec, steps)
+            if name in plan.transposed:
+                _transpose(sch, stage, name, steps)
             sch.compute_at(stage, ro[-1])
             shared_name = sch.get(stage).writes[0].source.name
             fills.append(sch.get(stage).name_hint)
-            vec = plan.vector if (d is None and _fill_vectorizable(sch, stage, depth, threads, plan.vector)) else 1
+            vec = plan.vector if (d is None and name not in plan.transposed
+                                  and _fill_vectorizable(sch, stage, depth, threads, plan.vector)) else 1
             _cooperative(sch, stage, depth, threads, vec, steps, f"{name}_shared")
             steps(f"stage {name} in shared memory once per reduction tile: every thread of the block reads the "
                   "tile from shared memory instead of global; barriers separate the fill from the use.")
@@ -217,6 +220,16 @@ def _launch_bounds(plan: Plan, threads: int, steps: Steps) -> None:
         steps(f"launch bounds ({threads} threads, {plan.min_blocks} blocks per SM): ptxas keeps each thread within "
               f"{reg_cap(threads, plan.min_blocks)} registers so {plan.min_blocks} blocks are resident on an SM "
               "together, and one block's barrier or load wait is covered by the others' arithmetic.")
+
+
+def _transpose(sch: Schedule, stage, name: str, steps: Steps) -> None:
+    """Store a 2-D shared tile transposed ([r][c] -> [c][r]), each new row padded to a stride of 4 mod 32 floats."""
+    sch.transform_layout(stage, ("write", 0), lambda r, c: (c, r))
+    sch.storage_align(stage, 0, axis=0, factor=32, offset=4)
+    steps(f"store {name}_shared transposed, k-major: a thread's patch of {name} for one k step is contiguous (one "
+          "128-bit shared load per 4 values), so it holds one k step in registers, not four; each k row is padded to "
+          "a stride of 4 mod 32 floats, so the copies of neighbouring k values into one column meet different "
+          "banks. The copies from global are then 4-byte cp.async copies (k is contiguous in global, m in shared).")
 
 
 def _interleave(sch: Schedule, stage, plan: Plan, spec: tuple[str, int, int, int], steps: Steps) -> None:

@@ -1,0 +1,107 @@
+"""A's shared tile stored k-major (the transpose_a knob) on the H200, against best and cuBLAS in one process.
+
+Stored as best stores it, A_shared[m][k], a thread with an 8-row patch reads 4 k steps of each row in one
+128-bit load, so it holds 32 values of A at once, and with 8x8 patches nvcc runs out of registers to load the
+next k step while multiplying (129-167 registers, shared loads waited on: data/h200_gemm_stalls.json).
+Transposed, A_shared[k][m], the 8 values of one k step are two 128-bit loads; with B's columns interleaved in
+groups of 4 (interleave=true) the 16 threads along n read 256 contiguous bytes, and no bank twice.
+
+    python3 -m bench.kmajor OUT_DIR [NAMES]       (bench/device_run27.sh, bench/device_run29.sh) -> OUT_DIR/kmajor*.json
+    python3 -m bench.kmajor --launch NAMES         (under ncu: bench/device_run28.sh, bench/device_run29.sh)
+    python -m bench.kmajor --record RUN27_JSON RUN29_JSON   -> data/h200_kmajor.json
+
+Runs 27-29 applied the layout by patching the schedule before the knob existed; the knob's CUDA is byte-identical
+for every variant here (checked at 4096^3).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+P8 = "patch_m=8,patch_n=8"
+VARIANTS = {            # name -> knobs over best ("" = best itself)
+    "best": "",
+    "km-best": "transpose_a=true",
+    "km128p8k16": f"tile_m=128,tile_n=128,{P8},k_split=16,transpose_a=true",
+    "km128p8k8": f"tile_m=128,tile_n=128,{P8},k_split=8,transpose_a=true",
+    "km128p8k16-2b": f"tile_m=128,tile_n=128,{P8},k_split=16,one_barrier=false,transpose_a=true",
+    "km128x64p8k16": f"tile_m=128,tile_n=64,{P8},k_split=16,transpose_a=true",
+    "km64x128p8k16": f"tile_m=64,tile_n=128,{P8},k_split=16,transpose_a=true",
+    "km64p8k32": f"tile_m=64,tile_n=64,{P8},k_split=32,transpose_a=true",
+    "km128p8x4k16": "tile_m=128,tile_n=64,patch_m=8,patch_n=4,k_split=16,transpose_a=true",
+    # B's columns interleaved in groups of 4 as well: a thread's 8 columns are two float4s tile_n / 2 apart
+    "kmi128p8k16": f"tile_m=128,tile_n=128,{P8},k_split=16,interleave=true,transpose_a=true",
+    "kmi128p8k8": f"tile_m=128,tile_n=128,{P8},k_split=8,interleave=true,transpose_a=true",
+    "kmi64x128p8k16": f"tile_m=64,tile_n=128,{P8},k_split=16,interleave=true,transpose_a=true",
+    "kmi128x64p8k16": f"tile_m=128,tile_n=64,{P8},k_split=16,interleave=true,transpose_a=true",
+    "kmi64p8k16": f"tile_m=64,tile_n=64,{P8},k_split=16,interleave=true,transpose_a=true",
+}
+
+
+def _module(s: dict, name: str):
+    from kernels import build
+    from kernels.knobs import resolve
+    k = resolve("gemm", "cuda", s, "best", VARIANTS[name] or None)
+    return k, build.compiled("gemm", tuple(s.items()), k, "cuda")[1]
+
+
+def measure(out_dir: str, names=None) -> None:
+    from kernels import build
+    from kernels.knobs import knobs_text
+    from .splitk import experiment_doc, gemm_row
+    doc = experiment_doc(f"bash bench/device_run{29 if names else 27}.sh (python3 -m bench.kmajor)")
+    for n in (4096, 1024):
+        s, row = gemm_row(n)
+        for name in names or VARIANTS:
+            k, mod = _module(s, name)
+            med, spread, rel = build.time_module("gemm", s, mod, "cuda", 7)
+            row["runs"][name] = {"knobs": knobs_text(k), "median_ms": med, "spread_ms": spread, "rel_err": rel,
+                                 "ok": rel < build.TOLERANCE}
+            print(n, name, f"{med:.4f}", f"{row['reference']['median_ms'] / med:.3f}x", flush=True)
+        doc["shapes"].append(row)
+    json.dump(doc, open(f"{out_dir}/kmajor{'_' + str(len(names)) if names else ''}.json", "w"), indent=1)
+
+
+def launch(names) -> None:
+    """Each named variant and cuBLAS once at 4096^3 (under ncu)."""
+    import numpy as np
+    import torch
+    import tvm
+    from kernels.ops import OPS
+    torch.backends.cuda.matmul.allow_tf32 = False
+    s = {"M": 4096, "N": 4096, "K": 4096}
+    xs = OPS["gemm"].random_inputs(s, np.random.default_rng(0))
+    dev = tvm.cuda(0)
+    args = [tvm.runtime.tensor(x, dev) for x in xs] + [tvm.runtime.tensor(np.zeros((4096, 4096), "float32"), dev)]
+    for name in names:
+        _module(s, name)[1]["main"](*args)
+        dev.sync()
+    a, b = (torch.from_numpy(x).cuda() for x in xs)
+    torch.matmul(a, b)
+    torch.cuda.synchronize()
+    print("launched", *names, flush=True)
+
+
+def record(*runs: str) -> None:
+    """The timing runs, merged per shape, -> data/h200_kmajor.json (the stall reasons go to h200_gemm_stalls)."""
+    docs = [json.load(open(p)) for p in runs]
+    out = {k: v for k, v in docs[0].items() if k not in ("shapes", "date", "command")}
+    for d in docs:          # (the runs' own name for this module, and the patch's layout pad, always 4)
+        d["command"] = d["command"].replace("bench._probe_kmajor", "bench.kmajor")
+        for row in d["shapes"]:
+            for r in row["runs"].values():
+                r.pop("kmajor_pad", None)
+    out["runs"] = [{"date": d["date"], "command": d["command"], "shapes": d["shapes"]} for d in docs]
+    out["note"] = __doc__.strip().splitlines()[-2] + " " + __doc__.strip().splitlines()[-1]
+    json.dump(out, open(DATA / "h200_kmajor.json", "w"), indent=1)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--launch":
+        launch(sys.argv[2].split(","))
+    elif sys.argv[1] == "--record":
+        record(*sys.argv[2:])
+    else:
+        measure(sys.argv[1], sys.argv[2].split(",") if sys.argv[2:] else None)
