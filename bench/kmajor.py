@@ -21,7 +21,7 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 P8 = "patch_m=8,patch_n=8"
-VARIANTS = {            # name -> knobs over best ("" = best itself)
+VARIANTS = {            # name -> knobs over the 64x64 tiles of 8x4 (best when these ran; "" = those tiles)
     "best": "",
     "km-best": "transpose_a=true",
     "km128p8k16": f"tile_m=128,tile_n=128,{P8},k_split=16,transpose_a=true",
@@ -40,10 +40,17 @@ VARIANTS = {            # name -> knobs over best ("" = best itself)
 }
 
 
+def knobs(s: dict, name: str):
+    """A variant's knobs for shape s: the 8x4 tiles (BEST_FEW_OUTPUTS' GEMM entry) with the variant's changes."""
+    from kernels.knobs import BEST_FEW_OUTPUTS, resolve
+    base = dict(BEST_FEW_OUTPUTS[("gemm", "cuda")][1])
+    base.update(x.split("=") for x in VARIANTS[name].split(",") if x)
+    return resolve("gemm", "cuda", s, None, ",".join(f"{k}={str(v).lower()}" for k, v in base.items()))
+
+
 def _module(s: dict, name: str):
     from kernels import build
-    from kernels.knobs import resolve
-    k = resolve("gemm", "cuda", s, "best", VARIANTS[name] or None)
+    k = knobs(s, name)
     return k, build.compiled("gemm", tuple(s.items()), k, "cuda")[1]
 
 
@@ -85,14 +92,17 @@ def launch(names) -> None:
 
 
 def record(*runs: str) -> None:
-    """The timing runs, merged per shape, -> data/h200_kmajor.json (the stall reasons go to h200_gemm_stalls)."""
+    """The timing runs, merged per shape, -> data/h200_kmajor.json (the stall reasons go to h200_gemm_stalls).
+    Each run's knobs are written as the knob text the patched schedule equals (the same CUDA)."""
+    from kernels.knobs import knobs_text
     docs = [json.load(open(p)) for p in runs]
     out = {k: v for k, v in docs[0].items() if k not in ("shapes", "date", "command")}
     for d in docs:          # (the runs' own name for this module, and the patch's layout pad, always 4)
         d["command"] = d["command"].replace("bench._probe_kmajor", "bench.kmajor")
         for row in d["shapes"]:
-            for r in row["runs"].values():
+            for name, r in row["runs"].items():   # the patch ran before the knob: the knob text it equals
                 r.pop("kmajor_pad", None)
+                r["knobs"] = knobs_text(knobs(row["shape"], name))
     out["runs"] = [{"date": d["date"], "command": d["command"], "shapes": d["shapes"]} for d in docs]
     out["note"] = __doc__.strip().splitlines()[-2] + " " + __doc__.strip().splitlines()[-1]
     json.dump(out, open(DATA / "h200_kmajor.json", "w"), indent=1)

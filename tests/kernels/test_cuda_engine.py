@@ -152,3 +152,37 @@ def test_copies_at_places_the_next_tiles_copies_inside_or_after_the_compute(stag
     fmas = [m.start() for m in re.finditer(r"C_local_ptr\[\d+\] = \(C_local_ptr", body[:body.index("\n  }\n")])]
     before = sum(p < body.index("ptx_cp_async_legacy") for p in fmas)
     assert before == pytest.approx(at * len(fmas), abs=32)
+
+
+TRANS = "cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,pipeline=true,async_copy=true," \
+        "one_barrier=true,transpose_a=true"
+
+
+def test_transpose_a_stores_a_k_major_and_copies_it_four_bytes_at_a_time():
+    """A_shared[k][m] with rows of 128 + 4 floats; A's copies are 4-byte cp.async (k is contiguous in global
+    memory, m in shared), B's stay 16-byte; a thread reads one k step of its 8 rows of A contiguously."""
+    s = {"M": 256, "N": 256, "K": 256}
+    k = resolve("gemm", "cuda", s, None, f"tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=16,{TRANS}")
+    src = build.source("gemm", s, k, "cuda", "cuda")
+    assert "float A_shared_ptr[4224]" in src                 # 2 stages x 16 k rows x 132 floats
+    loop = src[src.index("for (int k_0"):]
+    a_copies = re.findall(r"ptx_cp_async_legacy_(\w+)\(A_shared_ptr", loop)
+    b_copies = re.findall(r"ptx_cp_async_legacy_(\w+)\(B_shared_ptr", loop)
+    assert a_copies == ["ca_4_4_4"] * 8 and b_copies == ["cg_16_4_4"] * 2
+    reads = re.findall(r"A_shared_local_ptr\[(\d)\] = A_shared_ptr\[(.*?)\];", loop)[:8]
+    assert [i for i, _ in reads] == [str(i) for i in range(8)]
+    assert reads[1][1].endswith(" + 1)") and reads[7][1].endswith(" + 7)")     # one k step: 8 neighbours
+    plain = resolve("gemm", "cuda", s, None, f"tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=16,"
+                                             f"{TRANS.replace('transpose_a=true', 'transpose_a=false')}")
+    c, p = traffic.counts("gemm", s, k, "cuda").ncu, traffic.counts("gemm", s, plain, "cuda").ncu
+    # A's copies become 4-byte ones (more LDGSTS), reading the same global sectors
+    assert c["smsp__inst_executed_op_ldgsts.sum"] > p["smsp__inst_executed_op_ldgsts.sum"]
+    assert c["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] == p["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+
+
+@pytest.mark.parametrize("knobs", ["tile_m=32,tile_n=32,patch_m=4,patch_n=4,k_split=8",
+                                   "tile_m=32,tile_n=32,patch_m=8,patch_n=8,k_split=16,interleave=true"])
+def test_transposed_a_kernel_computes_the_reference_where_tiles_do_not_divide(knobs):
+    s = {"M": 40, "N": 64 if "interleave" in knobs else 36, "K": 28}
+    k = resolve("gemm", "cuda", s, None, f"{knobs},{TRANS}")
+    assert k.transpose_a and traffic.simulate("gemm", s, k, "cuda") < 1e-4

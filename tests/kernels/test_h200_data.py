@@ -9,10 +9,16 @@ from pathlib import Path
 import pytest
 
 from kernels import build
-from kernels.knobs import knobs_text, parse_knobs, preset
+from kernels.knobs import BEST_FEW_OUTPUTS, GemmCuda, fit, knobs_text, parse_knobs, preset
 from kernels.ops import OPS
 
 DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def _eight_by_four(s):
+    """The 64x64 tiles of 8x4 patches: best below two blocks per SM, and best at every size until transpose_a
+    (the data of passes 9-11 measured it as best)."""
+    return fit(GemmCuda(**BEST_FEW_OUTPUTS[("gemm", "cuda")][1]), s)
 
 
 def _bench():
@@ -73,8 +79,15 @@ def test_reference_kernel_times_recorded_beside_best_and_the_launch_floor():
 
 
 def test_best_gemm_is_the_cp_async_pipeline_the_data_measured():
+    """Above two 128x128 blocks per SM, 8x8 patches with A transposed and B interleaved; below, 8x4 patches."""
     k = preset("gemm", "cuda", "best", {"M": 4096, "N": 4096, "K": 4096})
-    assert k.pipeline and k.async_copy and (k.patch_m, k.patch_n, k.k_split) == (8, 4, 32)
+    assert k.pipeline and k.async_copy and k.one_barrier and k.transpose_a and k.interleave
+    assert (k.tile_m, k.tile_n, k.patch_m, k.patch_n, k.k_split) == (128, 128, 8, 8, 16)
+    for n in (1024, 2048):
+        s = {"M": n, "N": n, "K": n}
+        k = preset("gemm", "cuda", "best", s)
+        assert k == _eight_by_four(s) and not k.transpose_a and (k.patch_m, k.patch_n, k.k_split) == (8, 4, 32)
+    assert BEST_FEW_OUTPUTS[("gemm", "cuda")][0] == 2 * 132 * 128 * 128     # two blocks per SM of the H200
 
 
 def test_gemm_bounds_recorded_for_best_and_cublas_at_both_sizes():
@@ -124,15 +137,19 @@ def test_launch_bounds_recorded_and_slower_than_best():
 
 
 def test_gemm_per_flop_slower_at_1024_than_at_4096_for_every_schedule():
-    """The 1.2x goal at 1024^3 (47.4 us) is within 2% of best's own 4096^3 rate with no ramp: no GEMM schedule at
-    both sizes keeps its 4096^3 rate at 1024^3 (64x fewer FLOPs)."""
+    """The 1.2x goal at 1024^3 (47.4 us) is within 5% of the fastest 4096^3 rate (best's) with no ramp, and every
+    GEMM schedule measured at both sizes loses more than 5% per FLOP at 1024^3 (64x fewer FLOPs): none of
+    them reaches the goal, and one would have to lose less at the small size than any of them does."""
     rows = {r["shape"]["M"]: r for r in _bench()["rows"] if r["op"] == "gemm"}
     big, small = rows[4096]["runs"], rows[1024]["runs"]
-    both = [n for n in big if "median_ms" in big[n] and "median_ms" in small.get(n, {}) and big[n]["median_ms"] < 5]
+    both = [n for n in big if "median_ms" in big[n] and "median_ms" in small.get(n, {}) and big[n]["median_ms"] < 5
+            and n != "best"]             # (best is another schedule at each size: BEST_FEW_OUTPUTS)
     assert len(both) > 30
     assert min(small[n]["median_ms"] / (big[n]["median_ms"] / 64) for n in both) > 1.05
+    fastest = min(big[n]["median_ms"] for n in big if "median_ms" in big[n])
+    assert fastest == big["best"]["median_ms"]
     goal_ms = rows[1024]["reference"]["median_ms"] / rows[1024]["goal"]
-    assert goal_ms < big["best"]["median_ms"] / 64 * 1.02          # 1.2x needs about best's own 4096^3 rate
+    assert goal_ms < fastest / 64 * 1.05
 
 
 def test_in_block_split_k_recorded_verified_and_slower_than_best():
@@ -164,8 +181,8 @@ def test_block_grouping_raised_l2_hits_and_changed_no_time():
     assert k["g64p8x4k32a-g16"][dram] < 0.25 * k["g64p8x4k32a"][dram]
     rows = {r["shape"]["M"]: r["runs"] for r in _bench()["rows"] if r["op"] == "gemm"}
     for m in (4096, 1024):
-        for g in ("g64p8x4k32a-g4", "g64p8x4k32a-g8", "g64p8x4k32a-g16"):
-            assert rows[m][g]["ok"] and abs(rows[m][g]["median_ms"] / rows[m]["best"]["median_ms"] - 1) < 0.01
+        for g in ("g64p8x4k32a-g4", "g64p8x4k32a-g8", "g64p8x4k32a-g16"):     # against the same tiles ungrouped
+            assert rows[m][g]["ok"] and abs(rows[m][g]["median_ms"] / rows[m]["g64p8x4k32a"]["median_ms"] - 1) < 0.01
 
 
 def test_gemm_ratio_spread_recorded_and_what_it_says():
@@ -175,8 +192,8 @@ def test_gemm_ratio_spread_recorded_and_what_it_says():
     assert d["device"] == "NVIDIA H200" and d["date"] and "device_run19" in d["command"]
     by = {x["shape"]["M"]: x for x in d["shapes"]}
     for m, x in by.items():
-        # best as it was then: today's best without one_barrier (added later, data/h200_gemm_one_barrier.json)
-        then = replace(preset("gemm", "cuda", "best", x["shape"]), one_barrier=False)
+        # best as it was then: the 8x4 tiles without one_barrier (added later, data/h200_gemm_one_barrier.json)
+        then = replace(_eight_by_four(x["shape"]), one_barrier=False)
         assert len(x["ratios"]) == 10 and parse_knobs("gemm", "cuda", x["knobs"]) == then
         assert x["ratios"] == pytest.approx([r / b for r, b in zip(x["ref_ms"], x["best_ms"])])
     assert by[4096]["median_ratio"] < 0.9 <= by[4096]["max_ratio"]
@@ -184,18 +201,19 @@ def test_gemm_ratio_spread_recorded_and_what_it_says():
 
 
 def test_one_barrier_recorded_faster_round_by_round_and_is_best():
-    """Pass 11: merging the pipeline's two barriers per k tile into one (one_barrier) was faster than best
-    without it in most of ten alternating rounds at both sizes, verified, and best now ships it."""
+    """Pass 11: merging the pipeline's two barriers per k tile into one (one_barrier) was faster than the 8x4
+    tiles without it in most of ten alternating rounds at both sizes, verified, and those tiles (best below two
+    blocks per SM) ship it."""
     d = json.load(open(DATA / "h200_gemm_one_barrier.json"))
     assert d["device"] == "NVIDIA H200" and d["date"] and "device_run23" in d["command"]
     for x in d["shapes"]:
         v = x["variant"]
         assert v["ok"] and v["rel_err"] < 1e-4 and len(v["ms"]) == len(x["best_ms"]) == 10
-        assert parse_knobs("gemm", "cuda", v["knobs"]) == preset("gemm", "cuda", "best", x["shape"])
+        assert parse_knobs("gemm", "cuda", v["knobs"]) == _eight_by_four(x["shape"])
         assert v["speedup_over_best"] == pytest.approx([b / m for b, m in zip(x["best_ms"], v["ms"])])
         assert v["median_speedup"] > 1 and v["rounds_faster"] >= 8
     by = {x["shape"]["M"]: x["variant"] for x in d["shapes"]}
-    # still short of the goals: the 4096^3 median under 0.9x, 1024^3 under 1.2x
+    # the 8x4 tiles are short of the goals: the 4096^3 median under 0.9x, 1024^3 under 1.2x
     assert by[4096]["median_ratio"] < 0.9 and by[1024]["max_ratio"] < 1.2
     k = {(x["who"], x["date"][:13]): x for x in json.load(open(DATA / "h200_gemm_stalls.json"))["kernels"]}
     two, one = k[("g64p8x4k32a", "2026-12-03T14")], k[("g64p8x4k32a-1b", "2026-12-03T14")]
@@ -229,5 +247,55 @@ def test_copy_placement_recorded_verified_and_none_beats_best():
         runs = x["runs"]
         assert all(r["ok"] for r in runs.values())
         assert {r["copies_at"] for r in runs.values()} == {0.0, 0.25, 0.5, 0.75, 1.0}
-        assert parse_knobs("gemm", "cuda", runs["best"]["knobs"]) == preset("gemm", "cuda", "best", x["shape"])
+        assert parse_knobs("gemm", "cuda", runs["best"]["knobs"]) == _eight_by_four(x["shape"])
         assert min(runs, key=lambda n: runs[n]["median_ms"]) == "best"
+
+
+def test_transpose_a_recorded_and_faster_than_the_8x4_tiles_in_every_round():
+    """Pass 12: best (128x128 tiles of 8x8, A transposed, B interleaved) against the 8x4 tiles and cuBLAS, ten
+    alternating rounds: at 4096^3 faster in all ten and the 0.9x goal held by the median; at 1024^3 best is the
+    8x4 tiles themselves (BEST_FEW_OUTPUTS), still short of 1.2x."""
+    d = json.load(open(DATA / "h200_gemm_transpose_a.json"))
+    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run30" in d["command"]
+    by = {x["shape"]["M"]: x for x in d["shapes"]}
+    for m, x in by.items():
+        v = x["variant"]
+        assert parse_knobs("gemm", "cuda", x["knobs"]) == preset("gemm", "cuda", "best", x["shape"])
+        assert parse_knobs("gemm", "cuda", v["knobs"]) == _eight_by_four(x["shape"])
+        assert v["ok"] and v["rel_err"] < 1e-4 and len(x["ratios"]) == len(v["ms"]) == 10
+        assert x["ratios"] == pytest.approx([r / b for r, b in zip(x["ref_ms"], x["best_ms"])])
+    big = by[4096]
+    assert big["variant"]["rounds_faster"] == 0 and big["variant"]["median_speedup"] < 0.97
+    assert big["median_ratio"] >= 0.92 and sum(r >= 0.9 for r in big["ratios"]) >= 9
+    assert big["variant"]["median_ratio"] < 0.9
+    assert by[1024]["max_ratio"] < 1.2
+
+
+def test_transposed_a_needs_b_interleaved_and_the_data_says_why():
+    """The k-major A tile (bench/kmajor.py): with B's 8 contiguous columns the 8x8 kernel meets every bank twice
+    and is slower than the 8x4 tiles; with B interleaved it has almost no conflicts, fewer dispatch stalls, and
+    is the fastest variant at 4096^3: best's knobs. At 1024^3 every 128x128 variant loses to the 8x4 tiles."""
+    d = json.load(open(DATA / "h200_kmajor.json"))
+    assert d["device"] == "NVIDIA H200" and [r["command"].split()[1] for r in d["runs"]] == [
+        "bench/device_run27.sh", "bench/device_run29.sh"]
+    for run in d["runs"]:
+        for row in run["shapes"]:
+            assert all(r["ok"] and r["rel_err"] < 1e-4 for r in row["runs"].values())
+            runs = row["runs"]
+            if row["shape"]["M"] == 1024:
+                assert min(runs, key=lambda n: runs[n]["median_ms"]) == "best"
+    big = {n: r for run in d["runs"] for row in run["shapes"] if row["shape"]["M"] == 4096
+           for n, r in row["runs"].items() if n != "best"}
+    fastest = min(big, key=lambda n: big[n]["median_ms"])
+    assert fastest == "kmi128p8k16"
+    assert parse_knobs("gemm", "cuda", big[fastest]["knobs"]) == preset("gemm", "cuda", "best", {"M": 4096, "N": 4096, "K": 4096})
+    assert big["km128p8k16"]["median_ms"] > 1.05 * big[fastest]["median_ms"]
+    k = {x["who"]: x for x in json.load(open(DATA / "h200_gemm_stalls.json"))["kernels"]}
+    conflicts, wavefronts = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                             "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")
+    dispatch = "smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio"
+    assert k["km128p8k16"][conflicts] > 0.3 * k["km128p8k16"][wavefronts]
+    assert k["kmi128p8k16"][conflicts] < 0.001 * k["kmi128p8k16"][wavefronts]
+    assert k["kmi128p8k16"][dispatch] < 0.6 * k["g64p8x4k32a-1b"][dispatch]
+    assert k["kmi128p8k16"]["gpu__time_duration.sum"] < k["g64p8x4k32a-1b"]["gpu__time_duration.sum"]
+    assert k["kmi128p8k16"]["launch__registers_per_thread"] <= 128     # two blocks of 256 threads per SM

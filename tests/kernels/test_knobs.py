@@ -287,3 +287,18 @@ def test_one_barrier_needs_the_cp_async_pipeline_and_fit_drops_it_with_async_cop
     assert resolve("gemm", "cuda", BIG, "best").one_barrier
     one_thread = resolve("gemm", "cuda", {"M": 4, "N": 4, "K": 64}, "best")     # a one-thread block: no cp.async
     assert not one_thread.async_copy and not one_thread.one_barrier
+
+
+def test_transpose_a_needs_a_shared_tile_and_sizes_it_k_major():
+    assert problems("gemm", "cuda", BIG, "cache_a=local,transpose_a=true") == (
+        "transpose_a=true lays out A's shared tile, and cache_a=local keeps none; set cache_a to 'shared' or "
+        "'shared+local', or transpose_a=false.")
+    k = resolve("gemm", "cuda", BIG, None, "tile_m=128,tile_n=64,patch_m=8,patch_n=8,k_split=16,"
+                                           "cache_a=shared+local,cache_b=shared,transpose_a=true")
+    # A: 16 k rows of 128 + 4 floats (a stride of 4 mod 32); B: 16 x 64; one buffer (no pipeline)
+    assert k.a_row() == 132 and k.footprint(BIG)[0] == 16 * 132 + 16 * 64
+    assert resolve("gemm", "cuda", BIG, None, "tile_m=40,cache_a=shared,transpose_a=true").a_row() == 68
+    # interleave then rearranges only B (A's row interleave is of the [m][k] layout)
+    both = resolve("gemm", "cuda", BIG, None, "tile_m=128,tile_n=128,patch_m=8,patch_n=8,cache_a=shared+local,"
+                                              "cache_b=shared+local,interleave=true,transpose_a=true")
+    assert [x[0] for x in both.interleaved()] == ["B"]
