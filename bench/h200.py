@@ -25,15 +25,15 @@ PRESETS = ("baseline", "naive", "seed", "best")
 # ------------------------------------------------------------------ correctness sweep
 def _verify_job(job):
     from kernels import build
-    from kernels.knobs import preset
+    from kernels.knobs import knobs_text, preset
     from .picks import best_knobs
     op, shape, name, picks = job
     t0 = time.time()
     try:
         k = best_knobs(op, shape, picks) if name == "best" and picks else preset(op, "cuda", name, shape)
         rel, _, _ = build.verify(op, shape, k, "cuda")
-        return {"op": op, "shape": shape, "preset": name, "rel_err": rel, "ok": bool(rel < build.TOLERANCE),
-                "secs": time.time() - t0}
+        return {"op": op, "shape": shape, "preset": name, "knobs": knobs_text(k), "rel_err": rel,
+                "ok": bool(rel < build.TOLERANCE), "secs": time.time() - t0}
     except Exception as e:      # noqa: BLE001 - every failure is data here
         return {"op": op, "shape": shape, "preset": name, "rel_err": None, "ok": False, "secs": time.time() - t0,
                 "error": f"{type(e).__name__}: {str(e)[-400:]}"}
