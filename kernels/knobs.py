@@ -445,7 +445,9 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         # 0.102 ms, the 8x4 schedule 0.052, so BEST_FEW_OUTPUTS keeps that one below.
         # Tried: k tiles of 8 (3.07), 64x128 or 128x64 tiles (3.04, 2.99), 64x64 tiles of 8x8 (3.08), the same
         # tiles without B interleaved (3.16) or with two barriers (3.23 without interleave, against 3.16),
-        # 3 stages (over the 48 KB of static shared memory per block).
+        # 128 outputs per thread as cuBLAS's kernel has (8x16 or 16x8 patches on 128x128, 128x256 or 256x128
+        # tiles: 3.00-3.35 ms at 201-213 registers, bench/device_run32.sh), 3 stages (over the 48 KB of static
+        # shared memory per block).
         "best": dict(tile_m=128, tile_n=128, patch_m=8, patch_n=8, k_split=16, cache_a="shared+local",
                      cache_b="shared+local", cache_c="local", vector=4, unroll=4096, pipeline=True,
                      async_copy=True, one_barrier=True, interleave=True, transpose_a=True),
