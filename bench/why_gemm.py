@@ -26,28 +26,34 @@ STALL_METRICS = [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio"
     "launch__registers_per_thread", "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem"]
 
 
-def stalls(names=STALL_KERNELS) -> None:
-    """Launch GEMM candidates (bench/tuning.py names) and cuBLAS once each at 4096^3 (under ncu --metrics
-    STALL_METRICS)."""
+def launch_4096(modules) -> None:
+    """Run each compiled GEMM module (an iterable, built lazily), then cuBLAS, once each at 4096^3 on fresh
+    inputs: what ncu profiles."""
     import torch
     import tvm
-    from kernels import build
-    from kernels.knobs import resolve
     from kernels.ops import OPS
-    from .tuning import CANDIDATES
     torch.backends.cuda.matmul.allow_tf32 = False
     s = {"M": 4096, "N": 4096, "K": 4096}
     xs = OPS["gemm"].random_inputs(s, np.random.default_rng(0))
     dev = tvm.cuda(0)
     args = [tvm.runtime.tensor(x, dev) for x in xs] + [tvm.runtime.tensor(np.zeros((4096, 4096), "float32"), dev)]
-    for name in names:
-        _, mod, _ = build.compiled("gemm", tuple(s.items()), resolve("gemm", "cuda", s, None, CANDIDATES["gemm"][name]),
-                                   "cuda")
+    for mod in modules:
         mod["main"](*args)
         dev.sync()
     a, b = (torch.from_numpy(x).cuda() for x in xs)
     torch.matmul(a, b)
     torch.cuda.synchronize()
+
+
+def stalls(names=STALL_KERNELS) -> None:
+    """Launch GEMM candidates (bench/tuning.py names) and cuBLAS once each at 4096^3 (under ncu --metrics
+    STALL_METRICS)."""
+    from kernels import build
+    from kernels.knobs import resolve
+    from .tuning import CANDIDATES
+    s = {"M": 4096, "N": 4096, "K": 4096}
+    launch_4096(build.compiled("gemm", tuple(s.items()), resolve("gemm", "cuda", s, None, CANDIDATES["gemm"][n]),
+                               "cuda")[1] for n in names)
     print("launched", *names, "and cuBLAS at 4096^3", flush=True)
 
 
