@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from kernels.knobs import BEST_FEW_OUTPUTS, PRESETS, fitted, preset
+from kernels.knobs import PRESETS, few_outputs, fitted, preset
 
 from .shapes import BENCH_ROWS
 from .tuning import CANDIDATES
@@ -39,11 +39,9 @@ def pick(table: dict) -> dict:
 
 def best_knobs(op: str, shape: dict, picks: dict):
     """The `best` knobs for a shape under the picks (falling back to the shipped preset)."""
-    from kernels.knobs import _outputs
-    if op + "/few" in picks and (op, "cuda") in BEST_FEW_OUTPUTS and \
-            _outputs(op, shape) < BEST_FEW_OUTPUTS[(op, "cuda")][0]:
-        return fitted(op, "cuda", picks[op + "/few"]["knobs"], shape)
-    if (op, "cuda") in BEST_FEW_OUTPUTS and _outputs(op, shape) < BEST_FEW_OUTPUTS[(op, "cuda")][0]:
+    if few_outputs(op, "cuda", shape):
+        if op + "/few" in picks:
+            return fitted(op, "cuda", picks[op + "/few"]["knobs"], shape)
         return preset(op, "cuda", "best", shape)
     if op in picks:
         return fitted(op, "cuda", picks[op]["knobs"], shape)

@@ -7,6 +7,7 @@ command line takes as `--knobs k=v,..`). `plan()` turns knobs into the generic p
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
 from .ops import OPS, Shape
@@ -547,9 +548,24 @@ PRESET_NAMES = ("baseline", "naive", "seed", "best")
 # Below a size, another measured schedule wins (data/h200_bench.json): with few outputs and a long
 # reduction, threads share each output's reduction; a small depthwise image wants smaller blocks.
 FEW_OUTPUTS = 16384
-BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int, dict]] = {
-    # GEMM with fewer outputs than two 128x128 blocks per SM of the H200 (2 * 132 * 128^2): 64x64 tiles, 8x4
-    # patches, A stored [m][k], 5 blocks of 128 threads per SM. Each step:
+H200_SMS = 132
+GEMM_WAVE_FILL = 0.9      # best's 128x128 tiles where their last wave is at least this full
+
+
+def gemm_waves_short(s: Shape) -> bool:
+    """Whether best's GEMM blocks (two per SM) leave the last wave of the H200's SMs less than
+    GEMM_WAVE_FILL full: 64 of 264 at 1024^3 (0.24), 400 in two waves at 2560^3 (0.76); 2048^3 and 4096^3
+    fill 0.97."""
+    big = PRESETS[("gemm", "cuda")]["best"]
+    blocks = -(-s["M"] // big["tile_m"]) * -(-s["N"] // big["tile_n"])
+    slots = 2 * H200_SMS
+    return blocks / (-(-blocks // slots) * slots) < GEMM_WAVE_FILL
+
+
+# (below: fewer outputs than this, or a rule on the shape; the knobs that win there)
+BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int | Callable[[Shape], bool], dict]] = {
+    # GEMM where best's 128x128 blocks, two per SM of the H200, would not fill nearly whole waves
+    # (gemm_waves_short): 64x64 tiles, 8x4 patches, A stored [m][k], 5 blocks of 128 threads per SM. Each step:
     # - one thread owns an 8x4 patch (32 accumulators): per k step 8 values of A and 4 of B, 32 multiply-adds.
     # - A and B staged in shared memory in k tiles of 32: every value staged is read by 16 (A) or 8 (B) threads.
     # - cp.async fills over two buffers, one barrier per k tile (as best): without one_barrier warps wait at
@@ -564,10 +580,12 @@ BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int, dict]] = {
     # 4096^3 (as the best of pass 11): 128x128 tiles of 8x8 with A [m][k] (3.5), k tiles of 16 (3.15) or 8 (3.5),
     # 3 stages (3.08), no cp.async (3.26), min_blocks=6 (3.51), group_m=8 or 16 (L2 hits 64% -> 90%, the same
     # 3.00 ms, so memory is not what bounds it).
-    ("gemm", "cuda"): (2 * 132 * 128 * 128, dict(tile_m=64, tile_n=64, patch_m=8, patch_n=4, k_split=32,
-                                                 cache_a="shared+local", cache_b="shared+local", cache_c="local",
-                                                 vector=4, unroll=4096, pipeline=True, async_copy=True,
-                                                 one_barrier=True)),
+    # Where the two cross (bench/device_run33.sh, data/h200_kmajor.json): 2048^3 (256 blocks, 0.97 of one wave)
+    # 0.375 ms for best's tiles against 0.380; 2560^3 (400 blocks, 1.52 waves) 0.941 against 0.766; 3072^3
+    # (576 blocks, 2.18 waves) 1.407 against 1.268; 4096^3 (3.88 waves) 2.91 against 2.98.
+    ("gemm", "cuda"): (gemm_waves_short, dict(
+        tile_m=64, tile_n=64, patch_m=8, patch_n=4, k_split=32, cache_a="shared+local", cache_b="shared+local",
+        cache_c="local", vector=4, unroll=4096, pipeline=True, async_copy=True, one_barrier=True)),
     ("conv1d", "cuda"): (16384, dict(tile=8, patch=1, k_threads=32, cache_a="global", cache_w="global",
                                      cache_c="global", unroll=512)),
     ("dwconv2d", "cuda"): (1 << 20, dict(tile_h=16, tile_w=32, patch_h=2, patch_w=2, cache_x="local",
@@ -671,15 +689,21 @@ def fields_of(k) -> dict[str, dataclasses.Field]:
     return {f.name: f for f in fields(k)}
 
 
+def few_outputs(op: str, target: str, s: Shape) -> bool:
+    """Whether best takes its BEST_FEW_OUTPUTS knobs at this shape."""
+    if (op, target) not in BEST_FEW_OUTPUTS:
+        return False
+    below = BEST_FEW_OUTPUTS[(op, target)][0]
+    return below(s) if callable(below) else _outputs(op, s) < below
+
+
 def preset(op: str, target: str, name: str, s: Shape):
     cls = knob_class(op, target)
     if name not in PRESET_NAMES:
         raise KnobError([f"Unknown preset '{name}'; choose one of {', '.join(PRESET_NAMES)}."])
     table = PRESETS[(op, target)]
-    if name == "best" and (op, target) in BEST_FEW_OUTPUTS:
-        below, small = BEST_FEW_OUTPUTS[(op, target)]
-        if _outputs(op, s) < below:
-            return fit(cls(**small), s)
+    if name == "best" and few_outputs(op, target, s):
+        return fit(cls(**BEST_FEW_OUTPUTS[(op, target)][1]), s)
     return fit(cls(**table[name]), s)
 
 
