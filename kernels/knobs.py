@@ -442,8 +442,9 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         # Measured (data/h200_kmajor.json, bench/device_run29.sh): 2.91 ms at 4096^3, 0.926x cuBLAS, against
         # 2.98 for the 8x4 schedule (BEST_FEW_OUTPUTS's); Nsight Compute: 127 registers, 2 blocks per SM, warps
         # stalled at dispatch 0.45 cycles per instruction instead of 0.83, 19K bank conflicts.
-        # Fewer than 2 blocks per SM of these tiles (M*N < 2 * 132 * 128^2) leave the SMs idle: at 1024^3 they run
-        # 0.102 ms, the 8x4 schedule 0.052, so BEST_FEW_OUTPUTS keeps that one below.
+        # Where these blocks, two per SM, leave the last wave of the 132 SMs less than 90% full (gemm_waves_short)
+        # the 8x4 schedule of BEST_FEW_OUTPUTS wins, and best takes it: at 1024^3 (64 blocks) 0.102 ms against
+        # 0.052, at 2560^3 and 3072^3 (1.52 and 2.18 waves) 0.94 and 1.41 against 0.77 and 1.27.
         # Tried: k tiles of 8 (3.07), 64x128 or 128x64 tiles (3.04, 2.99), 64x64 tiles of 8x8 (3.08), the same
         # tiles without B interleaved (3.16) or with two barriers (3.23 without interleave, against 3.16),
         # 128 outputs per thread as cuBLAS's kernel has (8x16 or 16x8 patches on 128x128, 128x256 or 256x128

@@ -60,19 +60,23 @@ def test_correctness_sweep_on_the_h200_passed_everything_it_ran():
 
 
 def test_gemm_sweep_re_run_with_the_presets_as_they_ship():
-    """The GEMM presets changed after the sweep above (best: transposed A above two blocks per SM); every
-    course shape x preset ran again (bench/device_run31.sh), each with the knobs it resolves to today."""
+    """The GEMM presets changed after the sweep above (best: the transposed 128x128 tiles); every course shape x
+    preset ran again (bench/device_run31.sh), each with the knobs it resolved to. Since then best takes those
+    tiles only where they fill whole waves, so at M=10000 and N=10000 it is now the 8x4 tiles (verified by this
+    sweep at the other 14 shapes, and at those two by the first sweep, before one_barrier)."""
     from bench.shapes import course_shapes
     s = json.load(open(DATA / "h200_sweep_gemm.json"))
     assert s["device"] == "NVIDIA H200" and s["date"] and "device_run31" in s["command"]
     rows = {(json.dumps(r["shape"], sort_keys=True), r["preset"]): r for r in s["rows"]}
+    changed = []
     for shape in course_shapes("gemm"):
         for name in ("baseline", "naive", "seed", "best"):
             r = rows[(json.dumps(shape, sort_keys=True), name)]
             assert r["ok"] and r["rel_err"] < 1e-4
-            assert parse_knobs("gemm", "cuda", r["knobs"]) == preset("gemm", "cuda", name, shape)
-    # among them the transposed tiles, at shapes 128 does not divide
-    assert sum("transpose_a=true" in r["knobs"] for r in s["rows"]) == 2
+            if parse_knobs("gemm", "cuda", r["knobs"]) != preset("gemm", "cuda", name, shape):
+                changed.append((shape, name))
+                assert "transpose_a=true" in r["knobs"] and preset("gemm", "cuda", name, shape) == _eight_by_four(shape)
+    assert changed == [({"M": 10000, "N": 1024, "K": 1024}, "best"), ({"M": 1024, "N": 10000, "K": 1024}, "best")]
 
 
 @pytest.mark.gpu
@@ -95,15 +99,22 @@ def test_reference_kernel_times_recorded_beside_best_and_the_launch_floor():
 
 
 def test_best_gemm_is_the_cp_async_pipeline_the_data_measured():
-    """Above two 128x128 blocks per SM, 8x8 patches with A transposed and B interleaved; below, 8x4 patches."""
+    """Where 128x128 blocks, two per SM, fill whole waves: 8x8 patches with A transposed and B interleaved;
+    elsewhere 8x4 patches on 64x64 tiles. At every size measured with both, best took the faster one."""
     k = preset("gemm", "cuda", "best", {"M": 4096, "N": 4096, "K": 4096})
     assert k.pipeline and k.async_copy and k.one_barrier and k.transpose_a and k.interleave
     assert (k.tile_m, k.tile_n, k.patch_m, k.patch_n, k.k_split) == (128, 128, 8, 8, 16)
-    for n in (1024, 2048):
+    for n in (1024, 2560, 3072):
         s = {"M": n, "N": n, "K": n}
         k = preset("gemm", "cuda", "best", s)
         assert k == _eight_by_four(s) and not k.transpose_a and (k.patch_m, k.patch_n, k.k_split) == (8, 4, 32)
-    assert BEST_FEW_OUTPUTS[("gemm", "cuda")][0] == 2 * 132 * 128 * 128     # two blocks per SM of the H200
+    d = json.load(open(DATA / "h200_kmajor.json"))
+    pairs = [(row["shape"], row["runs"]) for run in d["runs"] for row in run["shapes"]
+             if "best" in row["runs"] and "kmi128p8k16" in row["runs"]]
+    assert {p[0]["M"] for p in pairs} == {1024, 2048, 2560, 3072, 4096}
+    for shape, runs in pairs:
+        faster = min(("best", "kmi128p8k16"), key=lambda n: runs[n]["median_ms"])
+        assert parse_knobs("gemm", "cuda", runs[faster]["knobs"]) == preset("gemm", "cuda", "best", shape), shape
 
 
 def test_gemm_bounds_recorded_for_best_and_cublas_at_both_sizes():
@@ -294,7 +305,7 @@ def test_transposed_a_needs_b_interleaved_and_the_data_says_why():
     (run 32 times no 8x4 tiles: there the transposed 8x8 tiles beat every 8x16 variant)."""
     d = json.load(open(DATA / "h200_kmajor.json"))
     assert d["device"] == "NVIDIA H200" and [r["command"].split()[1] for r in d["runs"]] == [
-        "bench/device_run27.sh", "bench/device_run29.sh", "bench/device_run32.sh"]
+        "bench/device_run27.sh", "bench/device_run29.sh", "bench/device_run32.sh", "bench/device_run33.sh"]
     for run in d["runs"]:
         for row in run["shapes"]:
             assert all(r["ok"] and r["rel_err"] < 1e-4 for r in row["runs"].values())
