@@ -302,3 +302,19 @@ def test_transpose_a_needs_a_shared_tile_and_sizes_it_k_major():
     both = resolve("gemm", "cuda", BIG, None, "tile_m=128,tile_n=128,patch_m=8,patch_n=8,cache_a=shared+local,"
                                               "cache_b=shared+local,interleave=true,transpose_a=true")
     assert [x[0] for x in both.interleaved()] == ["B"]
+
+
+def test_best_gemm_takes_the_128x128_tiles_only_where_their_blocks_fill_whole_waves():
+    """Two 128x128 blocks per SM, 132 SMs: 264 per wave; below 90% of a last wave the 8x4 tiles win."""
+    from kernels.knobs import few_outputs, gemm_waves_short
+    cases = {(4096, 4096): False,       # 1024 blocks: 3.88 waves
+             (2048, 2048): False,       # 256: 0.97 of one wave
+             (2560, 2560): True,        # 400: 1.52 waves
+             (1024, 1024): True,        # 64: 0.24
+             (10000, 1024): True,       # 79 x 8 = 632: 2.39 waves
+             (8192, 4100): False}       # 64 x 33 = 2112: exactly 8 waves
+    for (m, n), short in cases.items():
+        s = {"M": m, "N": n, "K": 512}
+        assert gemm_waves_short(s) is short and few_outputs("gemm", "cuda", s) is short, (m, n)
+        assert resolve("gemm", "cuda", s, "best").transpose_a is not short
+    assert few_outputs("conv1d", "cuda", {"M": 1024, "N": 1024}) and not few_outputs("gemm", "llvm", BIG)
