@@ -441,7 +441,9 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         #   cuBLAS's own loop).
         # Measured (data/h200_kmajor.json, bench/device_run29.sh): 2.91 ms at 4096^3, 0.926x cuBLAS, against
         # 2.98 for the 8x4 schedule (BEST_FEW_OUTPUTS's); Nsight Compute: 127 registers, 2 blocks per SM, warps
-        # stalled at dispatch 0.45 cycles per instruction instead of 0.83, 19K bank conflicts.
+        # stalled at dispatch 0.45 cycles per instruction instead of 0.83, 19K bank conflicts. The table's run
+        # (bench/device_run30.sh, data/h200_bench.json): 2.911 ms, 0.924x; ten alternating rounds with the 8x4
+        # tiles and cuBLAS (data/h200_gemm_transpose_a.json): 0.930x median (0.883-0.938), faster in all ten.
         # Where these blocks, two per SM, leave the last wave of the 132 SMs less than 90% full (gemm_waves_short)
         # the 8x4 schedule of BEST_FEW_OUTPUTS wins, and best takes it: at 1024^3 (64 blocks) 0.102 ms against
         # 0.052, at 2560^3 and 3072^3 (1.52 and 2.18 waves) 0.94 and 1.41 against 0.77 and 1.27.
