@@ -3,5 +3,5 @@
 # outputs): the 8x4 tiles and the transposed 128x128 tiles against cuBLAS at 2048^3, 3072^3 and 2560^3.
 #   carry: [".tvmcarry"]   command: bash bench/device_run33.sh
 source bench/device_env.sh
-timeout 200 python3 -m bench.kmajor "$OUT" best,kmi128p8k16 2048,2560,3072 33
+timeout 200 python3 -m bench.kmajor "$OUT" 33 best,kmi128p8k16 2048,2560,3072
 echo "done $(date -u +%H:%M:%S)"

@@ -6,7 +6,7 @@ next k step while multiplying (129-167 registers, shared loads waited on: data/h
 Transposed, A_shared[k][m], the 8 values of one k step are two 128-bit loads; with B's columns interleaved in
 groups of 4 (interleave=true) the 16 threads along n read 256 contiguous bytes, and no bank twice.
 
-    python3 -m bench.kmajor OUT_DIR [NAMES [SIZES RUN]]   (bench/device_run27.sh, 29, 32, 33) -> OUT_DIR/kmajor_RUN.json
+    python3 -m bench.kmajor OUT_DIR RUN [NAMES [SIZES]]   (bench/device_run27.sh, 29, 32, 33) -> OUT_DIR/kmajor_RUN.json
     python3 -m bench.kmajor --launch NAMES         (under ncu: bench/device_run28.sh, bench/device_run29.sh)
     python -m bench.kmajor --record RUN27_JSON RUN29_JSON   -> data/h200_kmajor.json
 
@@ -61,11 +61,10 @@ def _module(s: dict, name: str):
     return k, build.compiled("gemm", tuple(s.items()), k, "cuda")[1]
 
 
-def measure(out_dir: str, names=None, sizes=(4096, 1024), run: int | None = None) -> None:
+def measure(out_dir: str, run: int, names=None, sizes=(4096, 1024)) -> None:
     from kernels import build
     from kernels.knobs import knobs_text
     from .splitk import experiment_doc, gemm_row
-    run = run or ((32 if '8x16' in ','.join(names) else 29) if names else 27)
     doc = experiment_doc(f"bash bench/device_run{run}.sh (python3 -m bench.kmajor)")
     for n in sizes:
         s, row = gemm_row(n)
@@ -109,6 +108,6 @@ if __name__ == "__main__":
         launch(sys.argv[2].split(","))
     elif sys.argv[1] == "--record":
         record(*sys.argv[2:])
-    else:           # OUT_DIR [NAMES [SIZES RUN]]
-        measure(sys.argv[1], sys.argv[2].split(",") if sys.argv[2:] else None,
-                *([tuple(map(int, sys.argv[3].split(","))), int(sys.argv[4])] if sys.argv[3:] else []))
+    else:           # OUT_DIR RUN [NAMES [SIZES]]
+        measure(sys.argv[1], int(sys.argv[2]), *([sys.argv[3].split(",")] if sys.argv[3:] else []),
+                *([tuple(map(int, sys.argv[4].split(",")))] if sys.argv[4:] else []))

@@ -108,6 +108,11 @@ class Plan:
     transposed: tuple[str, ...] = ()          # inputs whose shared tile is stored transposed (GEMM A: [k][m])
 
 
+# rows of a transposed shared tile: a stride of 4 (mod 32) floats (storage_align(factor, offset) in
+# schedules/cuda._transpose; GemmCuda.a_row sizes the tile the same way)
+TRANSPOSED_ROW = (32, 4)
+
+
 def _fp(scope: str, shared_tile: int, local_all: int, local_step: int) -> tuple[int, int]:
     """Footprint of one cached input: shared floats per block, register floats per thread.
     'local' holds the thread's whole split in registers; 'shared+local' only one reduction step."""
@@ -183,7 +188,8 @@ class GemmCuda:
         """Floats per row of A's shared tile: k_split (+ interleave padding), or with transpose_a the padded
         tile_m (a stride of 4 mod 32: neighbouring k rows start 4 banks apart)."""
         if self.transpose_a:
-            return self.tile_m + (4 - self.tile_m) % 32
+            factor, offset = TRANSPOSED_ROW
+            return self.tile_m + (offset - self.tile_m) % factor
         return self.k_split + (row_pad(self.k_split, warp_rows(self)) if self.interleaved()[:1] == (("A", 0, 0, 1),)
                                else 0)
 
@@ -438,7 +444,7 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         #   copies issued into tile k-1's buffer. TVM's pipeline has a second barrier before those copies.
         # - unroll=4096 unrolls the whole k tile: nvcc then loads each k step's fragments of A and B while the
         #   multiply-adds of the step before run (1152 instructions per k tile, 11% not multiply-adds: the mix of
-        #   cuBLAS's own loop).
+        #   cuBLAS's own loop; both read from SASS built here, NVRTC 13.5 and cuBLAS 13.10's wheel).
         # Measured (data/h200_kmajor.json, bench/device_run29.sh): 2.91 ms at 4096^3, 0.926x cuBLAS, against
         # 2.98 for the 8x4 schedule (BEST_FEW_OUTPUTS's); Nsight Compute: 127 registers, 2 blocks per SM, warps
         # stalled at dispatch 0.45 cycles per instruction instead of 0.83, 19K bank conflicts. The table's run
@@ -450,7 +456,7 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         # Tried: k tiles of 8 (3.07), 64x128 or 128x64 tiles (3.04, 2.99), 64x64 tiles of 8x8 (3.08), the same
         # tiles without B interleaved (3.16) or with two barriers (3.23 without interleave, against 3.16),
         # 128 outputs per thread as cuBLAS's kernel has (8x16 or 16x8 patches on 128x128, 128x256 or 256x128
-        # tiles: 3.00-3.35 ms at 201-213 registers, bench/device_run32.sh), 3 stages (over the 48 KB of static
+        # tiles: 3.00-3.35 ms, bench/device_run32.sh; 201-213 registers built here), 3 stages (over the 48 KB of static
         # shared memory per block).
         "best": dict(tile_m=128, tile_n=128, patch_m=8, patch_n=8, k_split=16, cache_a="shared+local",
                      cache_b="shared+local", cache_c="local", vector=4, unroll=4096, pipeline=True,

@@ -15,7 +15,7 @@ from math import prod
 
 from tvm.s_tir import Schedule
 
-from ..knobs import Plan, reg_cap
+from ..knobs import TRANSPOSED_ROW, Plan, reg_cap
 from ._common import Steps, inline_pads, producer, read_index
 
 
@@ -225,7 +225,7 @@ def _launch_bounds(plan: Plan, threads: int, steps: Steps) -> None:
 def _transpose(sch: Schedule, stage, name: str, steps: Steps) -> None:
     """Store a 2-D shared tile transposed ([r][c] -> [c][r]), each new row padded to a stride of 4 mod 32 floats."""
     sch.transform_layout(stage, ("write", 0), lambda r, c: (c, r))
-    sch.storage_align(stage, 0, axis=0, factor=32, offset=4)
+    sch.storage_align(stage, 0, axis=0, factor=TRANSPOSED_ROW[0], offset=TRANSPOSED_ROW[1])
     steps(f"store {name}_shared transposed, k-major: a thread's patch of {name} for one k step is contiguous (one "
           "128-bit shared load per 4 values), so it holds one k step in registers, not four; each k row is padded to "
           "a stride of 4 mod 32 floats, so the copies of neighbouring k values into one column meet different "
