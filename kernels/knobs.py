@@ -662,11 +662,6 @@ def _interleave_problem(k, s: Shape) -> str | None:
         return ("interleave=true rearranges the shared tiles, and none is rearranged here: set cache_a to "
                 "'shared' or 'shared+local' with tile_m larger than patch_m (or cache B in shared with patch_n "
                 "wider than vector and tile_n larger than patch_n), or interleave=false.")
-    for name, _, axis, _ in tiles:
-        dim, t = ("M", k.tile_m) if axis == 0 else ("N", k.tile_n)
-        if t > 0 and s[dim] % t:         # (a tile of 0 has its own sentence)
-            return (f"interleave=true lays {name}'s shared tile out in whole block tiles, and tile_{dim.lower()}={t} "
-                    f"does not divide {dim}={s[dim]}; pick a tile that divides {dim}, or interleave=false.")
     return None
 
 

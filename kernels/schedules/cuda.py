@@ -245,7 +245,7 @@ def _interleave(sch: Schedule, stage, plan: Plan, spec: tuple[str, int, int, int
         r = idx[dim]
         return (*idx[:dim], r // t, r % t % p // g, r % t // p, r % g, *idx[dim + 1:])
 
-    sch.transform_layout(stage, ("write", 0), index_map)
+    sch.transform_layout(stage, ("write", 0), index_map, assume_injective_transform=True)
     rank = len(sch.get(stage).writes[0].region)
     inner = plan.splits[-1]                 # a row of the tile: one k tile (the gemm A tile is [m][k])
     pad = plan.pad_rows if dim + 4 < rank and g == 1 else 0
