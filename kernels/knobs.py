@@ -106,6 +106,7 @@ class Plan:
     group_rows: int = 1                       # block rows launched column by column together (a swizzle)
     one_barrier: bool = False                 # one barrier per reduction tile in a cp.async pipeline
     transposed: tuple[str, ...] = ()          # inputs whose shared tile is stored transposed (GEMM A: [k][m])
+    pad: bool = False                         # pad the loops up to whole tiles (pad_einsum) where they do not divide
 
 
 # rows of a transposed shared tile: a stride of 4 (mod 32) floats (storage_align(factor, offset) in
@@ -165,7 +166,8 @@ class GemmCuda:
                                  "the two patch rows a warp reads at once are neighbours (each row padded by 4 "
                                  "floats for k tiles of 32, so they start in different banks), and B's columns in "
                                  "groups of `vector` when a patch is wider than one vector. A warp's 128-bit shared "
-                                 "reads then meet no bank twice. Needs the interleaved tiles to divide M (and N).",
+                                 "reads then meet no bank twice. Where a tile does not divide M or N, the last "
+                                 "block tile's layout is padded.",
                           (False, True))
     min_blocks: int = occupancy()
     group_m: int = _f(1, "Launch order of the blocks: in groups of group_m block rows, going down each column of "
@@ -183,6 +185,12 @@ class GemmCuda:
                                   "registers instead of four, and the copies into shared memory are 4-byte "
                                   "cp.async (or plain) copies. Needs cache_a='shared' or 'shared+local'.",
                            (False, True))
+    pad_tiles: bool = _f(False, "Where the tiles do not divide M, N or K, pad the computation up to whole tiles "
+                                "(TVM's pad_einsum): the copies from global read zeros beyond the edges, so the "
+                                "k loop holds no bounds test and the last tiles run the same code as the others; "
+                                "only those copies and the write-back test bounds. Without it every register "
+                                "load and multiply-add of a thread that could cross an edge is guarded. Needs "
+                                "cache_c='local'.", (False, True))
 
     def a_row(self) -> int:
         """Floats per row of A's shared tile: k_split (+ interleave padding), or with transpose_a the padded
@@ -222,7 +230,8 @@ class GemmCuda:
                     pipeline=self.pipeline, stages=self.stages, async_copy=self.async_copy,
                     interleave=self.interleaved(), pad_rows=row_pad(self.k_split, warp_rows(self)),
                     min_blocks=self.min_blocks, group_rows=self.group_m, one_barrier=self.one_barrier,
-                    transposed=("A",) if self.transpose_a and "shared" in self.cache_a else ())
+                    transposed=("A",) if self.transpose_a and "shared" in self.cache_a else (),
+                    pad=self.pad_tiles)
 
 
 @dataclass(frozen=True)
@@ -801,6 +810,10 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
         if getattr(k, "transpose_a", False) and "shared" not in k.cache_a:
             out.append(f"transpose_a=true lays out A's shared tile, and cache_a={k.cache_a} keeps none; set cache_a "
                        "to 'shared' or 'shared+local', or transpose_a=false.")
+        if getattr(k, "pad_tiles", False) and k.cache_c != "local":
+            out.append(f"pad_tiles=true accumulates the padded tiles in registers and writes back only the real "
+                       f"outputs, and cache_c={k.cache_c} accumulates in global memory; set cache_c=local, or "
+                       "pad_tiles=false.")
         group = getattr(k, "group_m", 1)
         rows = _block_rows(k, s) if group > 1 and k.tile_m > 0 else 1
         if group > 1 and rows % group:

@@ -99,10 +99,13 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     blk = sch.get_sblock("C")
     staged = {n for n, s in plan.caches if s != "global"}
     inline_pads(sch, staged, steps)
+    padded = _pad_to_tiles(sch, blk, plan, steps)
     for name, scope in plan.caches:
         d = producer(sch, name)
         if d is not None and scope == "global" and not name.endswith("_pad"):
             _naive_stage(sch, d, steps, name)
+        if padded and scope == "global" and producer(sch, f"{name}_pad") is not None:
+            sch.compute_inline(producer(sch, f"{name}_pad"))    # the zero test then sits in the k loop
 
     loops = sch.get_loops(blk)
     ns = len(plan.tiles)
@@ -141,7 +144,7 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
                 sch.set_scope(d, 0, "shared")
                 stage = d
             else:
-                stage = sch.cache_read(blk, read_index(sch, blk, name), "shared")
+                stage = _cache_read(sch, blk, name, "shared", padded)
             for spec in plan.interleave:
                 if spec[0] == name:
                     _interleave(sch, stage, plan, spec, steps)
@@ -165,7 +168,7 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
                 sch.set_scope(d, 0, "local")
                 stage = d
             else:
-                stage = sch.cache_read(blk, read_index(sch, blk, name), "local")
+                stage = _cache_read(sch, blk, name, "local", padded)
             sch.compute_at(stage, ro[-1])
             steps(f"cache {name} in per-thread registers once per reduction tile: no barrier, but every thread "
                   "loads its own copy from global.")
@@ -173,6 +176,8 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     if plan.cache_out == "local":
         out = sch.cache_write(blk, 0, "local")
         sch.reverse_compute_at(out, tx)
+        if padded and producer(sch, "C_pad") is not None:    # (padded along M or N) the write-back of the
+            sch.reverse_compute_inline(producer(sch, "C_pad"))  # padded patch writes C where C has elements
         steps("accumulate the output patch in registers (C_local) and write it to global once at the end.")
         inner = sch.get_loops(out)[-1]
         if plan.vector > 1 and plan.patches[-1] % plan.vector == 0:
@@ -200,6 +205,31 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
         sch.annotate(bx, "pragma_unroll_explicit", 1)
         steps(f"unroll inner loops up to {plan.unroll} steps: fewer branches, more independent loads in flight.")
     return sch
+
+
+def _pad_to_tiles(sch: Schedule, blk, plan: Plan, steps: Steps) -> bool:
+    """pad_einsum the output block up to whole tiles where they do not divide (the `pad_tiles` knob)."""
+    import os
+    factors = [*plan.tiles, *(plan.splits if os.environ.get("KERNEL_LAB_PAD_K", "1") == "1" else [1] * len(plan.splits))]
+    extents = [int(sch.get(loop).extent) for loop in sch.get_loops(blk)]
+    if not plan.pad or all(e % f == 0 for e, f in zip(extents, factors)):
+        return False
+    sch.pad_einsum(blk, factors)
+    steps(f"pad the loops up to whole tiles ({' x '.join(str(-(-e // f) * f) for e, f in zip(extents, factors))}): "
+          "the copies from global read zeros beyond the edges of A and B, so the k loop runs without a single "
+          "bounds test and the edge blocks run the same code as the others; only the copies from global and the "
+          "write-back of C test bounds.")
+    return True
+
+
+def _cache_read(sch: Schedule, blk, name: str, scope: str, padded: bool):
+    """A cache stage of input `name`; where padded, read from its zero-padded view, inlined into the copy."""
+    pad = producer(sch, f"{name}_pad") if padded else None
+    if pad is None:
+        return sch.cache_read(blk, read_index(sch, blk, name), scope)
+    stage = sch.cache_read(blk, read_index(sch, blk, f"{name}_pad"), scope)
+    sch.compute_inline(pad)
+    return stage
 
 
 def annotate_pipeline(sch: Schedule, loop, fills: list[str], stages: int, async_copy: bool) -> None:
