@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine: pad_tiles (pad_einsum up to whole tiles: the k loop without bounds tests) where the tiles do
+# On the GPU machine: pad_tiles (pad_einsum up to whole tiles, K included as in commit 67f4091) where the tiles do
 # not divide M, N or K: today's best against best with pad_tiles=true and cuBLAS, five alternating rounds at
 # three shapes of best's 128x128 tiles and four of its 8x4 tiles, each kernel verified first.
 #   carry: [".tvmcarry"]   command: bash bench/device_run35.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine: pad_tiles padding M, N and K (KERNEL_LAB_PAD_K=1, as the knob did in this commit) against
+# On the GPU machine: pad_tiles padding M, N and K (KERNEL_LAB_PAD_K=1, as the knob did in commit 67f4091) against
 # padding M and N only (KERNEL_LAB_PAD_K=0), each against best without pad_tiles and cuBLAS, five alternating
 # rounds at four shapes where K is not a multiple of the k tile.
 #   carry: [".tvmcarry"]   command: bash bench/device_run36.sh

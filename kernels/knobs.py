@@ -185,12 +185,14 @@ class GemmCuda:
                                   "registers instead of four, and the copies into shared memory are 4-byte "
                                   "cp.async (or plain) copies. Needs cache_a='shared' or 'shared+local'.",
                            (False, True))
-    pad_tiles: bool = _f(False, "Where the tiles do not divide M, N or K, pad the computation up to whole tiles "
-                                "(TVM's pad_einsum): the copies from global read zeros beyond the edges, so the "
-                                "k loop holds no bounds test and the last tiles run the same code as the others; "
-                                "only those copies and the write-back test bounds. Without it every register "
-                                "load and multiply-add of a thread that could cross an edge is guarded. Needs "
-                                "cache_c='local'.", (False, True))
+    pad_tiles: bool = _f(False, "Where tile_m or tile_n does not divide M or N, pad the output up to whole block "
+                                "tiles (TVM's pad_einsum): the copies from global read zeros beyond the edges, so "
+                                "no register load or multiply-add in the k loop tests bounds and the edge blocks "
+                                "run the same code as the others; only those copies and the write-back test "
+                                "bounds. Without it every register load and multiply-add of a thread whose patch "
+                                "could cross an edge is guarded. K is not padded: where k_split does not divide K, "
+                                "the tests stay on the last k tile's copies (padding K too was 3% slower at "
+                                "1024x1024x1000). Needs cache_c='local'.", (False, True))
 
     def a_row(self) -> int:
         """Floats per row of A's shared tile: k_split (+ interleave padding), or with transpose_a the padded
@@ -467,9 +469,15 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         # 128 outputs per thread as cuBLAS's kernel has (8x16 or 16x8 patches on 128x128, 128x256 or 256x128
         # tiles: 3.00-3.35 ms, bench/device_run32.sh; 201-213 registers built here), 3 stages (over the 48 KB of static
         # shared memory per block).
+        # - where 128 does not divide M or N, the output is padded to whole tiles (pad_tiles): the copies from
+        #   global read zeros beyond the edges, and no register load or multiply-add tests bounds. Guarded, each
+        #   of the 64 multiply-adds of a k step sat under its own test (2400 tests in the CUDA at 4000^3): 3.18
+        #   ms at 4000^3, padded 3.07 (1.035x; 1.056x at 2000^3, 1.062x at 4000x6000x1000; bench/device_run35.sh,
+        #   36, data/h200_pad_tiles.json). B stays interleaved there: the layout pads the last tile (before, the
+        #   edge dropped interleave, 3.84 ms at 4000^3, bench/device_run34.sh).
         "best": dict(tile_m=128, tile_n=128, patch_m=8, patch_n=8, k_split=16, cache_a="shared+local",
                      cache_b="shared+local", cache_c="local", vector=4, unroll=4096, pipeline=True,
-                     async_copy=True, one_barrier=True, interleave=True, transpose_a=True),
+                     async_copy=True, one_barrier=True, interleave=True, transpose_a=True, pad_tiles=True),
     },
     ("conv1d", "cuda"): {
         "baseline": dict(tile=1, patch=1, k_split=BIG, cache_a="global", cache_w="global", cache_c="global"),
@@ -598,12 +606,15 @@ BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int | Callable[[Shape], bool], dic
     # 4096^3 (as the best of pass 11): 128x128 tiles of 8x8 with A [m][k] (3.5), k tiles of 16 (3.15) or 8 (3.5),
     # 3 stages (3.08), no cp.async (3.26), min_blocks=6 (3.51), group_m=8 or 16 (L2 hits 64% -> 90%, the same
     # 3.00 ms, so memory is not what bounds it).
+    # - pad_tiles where 64 does not divide M or N: the guarded multiply-adds of an edge thread cost far more
+    #   than in the 128x128 tiles, 1.7-2.5x (1000^3: 0.36x cuBLAS guarded, 0.90x padded; 3000^3 0.55x -> 1.03x;
+    #   10000x1024x1024 0.57x -> 0.99x; data/h200_pad_tiles.json).
     # Where the two cross (bench/device_run33.sh, data/h200_kmajor.json): 2048^3 (256 blocks, 0.97 of one wave)
     # 0.375 ms for best's tiles against 0.380; 2560^3 (400 blocks, 1.52 waves) 0.941 against 0.766; 3072^3
     # (576 blocks, 2.18 waves) 1.407 against 1.268; 4096^3 (3.88 waves) 2.91 against 2.98.
     ("gemm", "cuda"): (gemm_waves_short, dict(
         tile_m=64, tile_n=64, patch_m=8, patch_n=4, k_split=32, cache_a="shared+local", cache_b="shared+local",
-        cache_c="local", vector=4, unroll=4096, pipeline=True, async_copy=True, one_barrier=True)),
+        cache_c="local", vector=4, unroll=4096, pipeline=True, async_copy=True, one_barrier=True, pad_tiles=True)),
     ("conv1d", "cuda"): (16384, dict(tile=8, patch=1, k_threads=32, cache_a="global", cache_w="global",
                                      cache_c="global", unroll=512)),
     ("dwconv2d", "cuda"): (1 << 20, dict(tile_h=16, tile_w=32, patch_h=2, patch_w=2, cache_x="local",
@@ -649,8 +660,10 @@ def fit(k, s: Shape):
         k = replace(k, async_copy=False)
         if getattr(k, "one_barrier", False):                      # nothing left for it to merge
             k = replace(k, one_barrier=False)
-    if getattr(k, "interleave", False) and _interleave_problem(k, s):   # the layout is of whole block tiles
+    if getattr(k, "interleave", False) and _interleave_problem(k, s):
         k = replace(k, interleave=False)
+    if getattr(k, "pad_tiles", False) and not (s["M"] % k.tile_m or s["N"] % k.tile_n):   # nothing to pad
+        k = replace(k, pad_tiles=False)
     if getattr(k, "k_threads", 1) > 1:
         k = replace(k, k_threads=_largest_divisor(s["N"], k.k_threads))
     if getattr(k, "group_m", 1) > 1 and k.tile_m > 0:

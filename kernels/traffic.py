@@ -108,10 +108,13 @@ def trace(op: str, shape: Shape, knobs, target: str, seed: int = 0) -> Trace:
                          "so trace a smaller shape (traffic.tiny gives one)."])
     log, prog, _ = _execute(op, shape, knobs, target, seed)
     shapes = tensor_shapes(op, shape)
+    padded = _padded(op, shape, knobs, target)
     meta = []
     for b in prog.bufs:
         t = tensor_of(b.name)
         tshape = shapes.get(t)
+        if t in padded and t[:-4] in shapes:      # pad_tiles' zero-padded view: the tensor, grown by the padding
+            t, tshape = t[:-4], padded[t]
         if tshape is None or int(np.prod(tshape)) != b.size:
             tshape = (b.size,)
         table = list(zip(*(a.tolist() for a in np.unravel_index(np.arange(b.size), tshape))))
@@ -134,6 +137,14 @@ def trace(op: str, shape: Shape, knobs, target: str, seed: int = 0) -> Trace:
     return Trace(op=op, shape=dict(shape), target=target, knobs=knobs_text(knobs), records=tuple(recs),
                  blocks=blocks, threads=max(k[2] for k in prog.kernels), tensors=shapes,
                  inputs=OPS[op].inputs, output=OPS[op].output)
+
+
+def _padded(op: str, shape: Shape, knobs, target: str) -> dict[str, tuple[int, ...]]:
+    """Shapes of the zero-padded views (A_pad, C_pad) that the pad_tiles knob adds to a CUDA GEMM."""
+    if target != "cuda" or not getattr(knobs, "pad_tiles", False):
+        return {}
+    from .schedules import cuda, unscheduled
+    return cuda.padded_shapes(unscheduled(op, shape), knobs.plan(shape))
 
 
 def _execute(op: str, shape: Shape, knobs, target: str, seed: int):

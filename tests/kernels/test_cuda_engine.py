@@ -186,3 +186,53 @@ def test_transposed_a_kernel_computes_the_reference_where_tiles_do_not_divide(kn
     s = {"M": 40, "N": 64 if "interleave" in knobs else 36, "K": 28}
     k = resolve("gemm", "cuda", s, None, f"{knobs},{TRANS}")
     assert k.transpose_a and traffic.simulate("gemm", s, k, "cuda") < 1e-4
+
+
+PAD = "tile_m=128,tile_n=128,patch_m=8,patch_n=8,k_split=16,cache_a=shared+local,cache_b=shared+local,vector=4," \
+      "unroll=4096,pipeline=true,async_copy=true,one_barrier=true,interleave=true,transpose_a=true"
+
+
+def _k_loop(src: str) -> str:
+    return src[src.index("for (int k_0"):src.rindex("cp_async_wait_group")]
+
+
+def test_pad_tiles_leaves_no_bounds_test_in_the_k_loop_and_zero_fills_the_edge_copies():
+    s = {"M": 200, "N": 136, "K": 1024}
+    guarded = build.source("gemm", s, resolve("gemm", "cuda", s, None, f"{PAD},pad_tiles=false"), "cuda", "cuda")
+    padded = build.source("gemm", s, resolve("gemm", "cuda", s, None, f"{PAD},pad_tiles=true"), "cuda", "cuda")
+    # guarded: every register load of A and every multiply-add of an edge thread sits under a test
+    assert _k_loop(guarded).count("if (") > 64
+    # padded: the only tests left are the copies' predicates (cp.async with a source size of 0 writes zeros)
+    assert "if (" not in _k_loop(padded) and "cp_async_legacy_pred" in _k_loop(padded)
+    assert "float A_pad_shared_ptr[" in padded and "float B_pad_shared_ptr[" in padded
+
+
+@pytest.mark.parametrize("knobs, s", [
+    ("tile_m=32,tile_n=32,patch_m=4,patch_n=4,k_split=8,interleave=true", {"M": 40, "N": 36, "K": 28}),
+    ("tile_m=32,tile_n=32,patch_m=4,patch_n=8,k_split=16,stages=3,interleave=true", {"M": 40, "N": 36, "K": 28}),
+    ("tile_m=32,tile_n=32,patch_m=8,patch_n=8,k_split=16,transpose_a=true,one_barrier=true,interleave=true",
+     {"M": 40, "N": 52, "K": 28}),
+    ("tile_m=32,tile_n=32,patch_m=8,patch_n=4,k_split=16,cache_a=local,cache_b=global,pipeline=false,"
+     "async_copy=false", {"M": 70, "N": 44, "K": 36}),
+    ("tile_m=32,tile_n=32,patch_m=8,patch_n=4,k_split=16,cache_a=shared,cache_b=local,pipeline=false,"
+     "async_copy=false,vector=1", {"M": 70, "N": 45, "K": 37}),
+])
+def test_padded_kernel_computes_the_reference_where_m_n_and_k_do_not_divide(knobs, s):
+    base = "cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,pipeline=true,async_copy=true"
+    k = resolve("gemm", "cuda", s, None, f"{base},{knobs},pad_tiles=true")
+    assert k.pad_tiles and traffic.simulate("gemm", s, k, "cuda") < 1e-4
+
+
+def test_padded_trace_draws_the_padding_on_the_tensors_it_pads():
+    """The drawable tile of a padded kernel: the staged copies of A_pad and B_pad are drawn on A and B, and the
+    accumulators of C_pad on C, each panel grown by the padding (the zeros the edge threads read and sum)."""
+    from viz.tile import drawn, tile_animation
+    s = {"M": 8, "N": 8, "K": 8}
+    k = resolve("gemm", "cuda", s, None, "tile_m=6,tile_n=6,patch_m=2,patch_n=2,k_split=2,cache_a=shared+local,"
+                                         "cache_b=shared+local,vector=1,pad_tiles=true")
+    tr = traffic.trace("gemm", s, k, "cuda")
+    assert {r.tensor for r in tr.records if r.kind != "barrier"} == {"A", "B", "C"} and drawn(tr) == ["A", "B", "C"]
+    regs = {r.index for r in tr.records if r.tensor == "C" and r.level == "register"}
+    assert max(i for i, _ in regs) == 11 and max(j for _, j in regs) == 11       # C padded to 12 x 12
+    assert any(r.tensor == "A" and r.level == "shared" and r.kind == "read" for r in tr.records)
+    assert len(tile_animation(tr).frames) > 1

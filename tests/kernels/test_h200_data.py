@@ -60,23 +60,81 @@ def test_correctness_sweep_on_the_h200_passed_everything_it_ran():
 
 
 def test_gemm_sweep_re_run_with_the_presets_as_they_ship():
-    """The GEMM presets changed after the sweep above (best: the transposed 128x128 tiles); every course shape x
-    preset ran again (bench/device_run31.sh), each with the knobs it resolved to. Since then best takes those
-    tiles only where they fill whole waves, so at M=10000 and N=10000 it is now the 8x4 tiles (verified by this
-    sweep at the other 14 shapes, and at those two by the first sweep, before one_barrier)."""
+    """The GEMM presets changed after the sweep above (best: the transposed 128x128 tiles where they fill whole
+    waves, pad_tiles where the tiles do not divide M or N); every course shape x preset ran again
+    (bench/device_run37.sh), each with the knobs it resolved to, and those are today's presets."""
     from bench.shapes import course_shapes
     s = json.load(open(DATA / "h200_sweep_gemm.json"))
-    assert s["device"] == "NVIDIA H200" and s["date"] and "device_run31" in s["command"]
+    assert s["device"] == "NVIDIA H200" and s["date"] and "device_run37" in s["command"]
+    assert s["passed"] == s["done"] == s["jobs"] == len(s["rows"])
     rows = {(json.dumps(r["shape"], sort_keys=True), r["preset"]): r for r in s["rows"]}
-    changed = []
+    padded = 0
     for shape in course_shapes("gemm"):
         for name in ("baseline", "naive", "seed", "best"):
             r = rows[(json.dumps(shape, sort_keys=True), name)]
             assert r["ok"] and r["rel_err"] < 1e-4
-            if parse_knobs("gemm", "cuda", r["knobs"]) != preset("gemm", "cuda", name, shape):
-                changed.append((shape, name))
-                assert "transpose_a=true" in r["knobs"] and preset("gemm", "cuda", name, shape) == _eight_by_four(shape)
-    assert changed == [({"M": 10000, "N": 1024, "K": 1024}, "best"), ({"M": 1024, "N": 10000, "K": 1024}, "best")]
+            assert parse_knobs("gemm", "cuda", r["knobs"]) == preset("gemm", "cuda", name, shape), (shape, name)
+            padded += "pad_tiles=true" in r["knobs"]
+    assert padded == 8          # best at the 8 course shapes whose M or N its tiles do not divide
+
+
+def _pad_runs():
+    d = json.load(open(DATA / "h200_pad_tiles.json"))
+    assert d["device"] == "NVIDIA H200" and "rounds" in d["method"]
+    for r in d["runs"]:
+        assert r["date"] and (f"device_run{r['run']}" in r["command"] or "KERNEL_LAB_PAD_K" in r["command"])
+        for row in r["shapes"]:
+            assert row["ok"] and row["variant"]["ok"], (r["run"], row["shape"])
+            assert len(row["best_ms"]) == len(row["ref_ms"]) == len(row["variant"]["ms"]) == 5
+    return d["runs"]
+
+
+def test_pad_tiles_makes_best_faster_in_every_round_where_the_tiles_do_not_divide():
+    """bench/device_run37.sh: best as it ships against the same knobs with pad_tiles=false (each multiply-add of a
+    thread at the edge guarded), at eight shapes; the guarded kernel lost every round at every shape, by 1.7-2.5x
+    with the 8x4 tiles."""
+    run = _pad_runs()[-1]
+    assert run["run"] == 37 and len(run["shapes"]) == 8
+    for row in run["shapes"]:
+        s = row["shape"]
+        k = preset("gemm", "cuda", "best", s)
+        assert parse_knobs("gemm", "cuda", row["knobs"]) == k and k.pad_tiles and (s["M"] % k.tile_m or s["N"] % k.tile_n)
+        assert parse_knobs("gemm", "cuda", row["variant"]["knobs"]) == replace(k, pad_tiles=False)
+        assert row["variant"]["rounds_faster"] == 0 and row["variant"]["median_speedup"] < 0.97, s
+        if k.tile_m == 64:
+            assert row["variant"]["median_speedup"] < 0.65, s
+
+
+def test_interleave_at_the_edge_beat_dropping_it_in_every_round():
+    """bench/device_run34.sh: before, a tile that did not divide N dropped B's interleaved layout (3.84 ms at
+    4000^3); padding the layout's last tile kept it (3.18 ms)."""
+    run = _pad_runs()[0]
+    assert run["run"] == 34 and "interleave=false" in run["command"]
+    for row in run["shapes"]:
+        assert "interleave=true" in row["knobs"] and "interleave=false" in row["variant"]["knobs"]
+        assert row["variant"]["rounds_faster"] == 0 and row["variant"]["median_speedup"] < 0.85, row["shape"]
+
+
+def test_pad_tiles_leaves_k_unpadded_because_padding_k_measured_slower():
+    """bench/device_run36.sh: padding K as well (the knob's first version) lost to best at 1024x1024x1000 in
+    every round, and at 4000x6000x1000 was slower than padding M and N only, which is what the knob does."""
+    import statistics
+    runs = _pad_runs()
+    pad_all, pad_mn = runs[2], runs[3]
+    assert "KERNEL_LAB_PAD_K=1" in pad_all["command"] and "KERNEL_LAB_PAD_K=0" in pad_mn["command"]
+    rows = {json.dumps(r["shape"], sort_keys=True): r for r in pad_all["shapes"]}
+    kk = json.dumps({"K": 1000, "M": 1024, "N": 1024})
+    assert rows[kk]["variant"]["rounds_faster"] == 0
+    for row in pad_mn["shapes"]:
+        other = rows[json.dumps(row["shape"], sort_keys=True)]
+        if row["shape"]["M"] == 4000:
+            assert statistics.median(row["variant"]["ms"]) < 0.97 * statistics.median(other["variant"]["ms"])
+    # where only K has a remainder, pad_tiles changes nothing: best keeps it off (fit), the kernel is the same
+    s = {"M": 1024, "N": 1024, "K": 1000}
+    k = preset("gemm", "cuda", "best", s)
+    assert not k.pad_tiles
+    assert build.source("gemm", s, k, "cuda", "cuda") == build.source("gemm", s, replace(k, pad_tiles=True),
+                                                                      "cuda", "cuda")
 
 
 @pytest.mark.gpu

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from bench.shapes import course_shapes
-from kernels.knobs import KNOBS, PRESET_NAMES, PRESETS, KnobError, parse_knobs, parse_shape, resolve
+from kernels.knobs import KNOBS, PRESET_NAMES, PRESETS, KnobError, parse_knobs, parse_shape, preset, resolve
 from kernels.ops import OPS
 
 GEMM = {"M": 64, "N": 64, "K": 64}
@@ -200,7 +200,6 @@ def test_async_copy_fails_when_one_thread_per_block():
 
 
 def test_best_drops_async_copy_where_the_shape_leaves_one_thread_per_block():
-    from kernels.knobs import preset
     k = preset("gemm", "cuda", "best", {"M": 1, "N": 1, "K": 2})
     assert k.pipeline and not k.async_copy
     assert preset("gemm", "cuda", "best", BIG).async_copy
@@ -212,19 +211,34 @@ def test_interleave_fails_when_no_shared_tile_is_rearranged():
     assert "or interleave=false" in msg
 
 
-def test_interleave_fails_when_the_tile_does_not_divide_the_axis():
-    msg = problems("gemm", "cuda", {"M": 100, "N": 128, "K": 64}, "cache_a=shared,interleave=true")
-    assert msg == ("interleave=true lays A's shared tile out in whole block tiles, and tile_m=64 does not divide "
-                   "M=100; pick a tile that divides M, or interleave=false.")
-
-
-def test_fit_drops_interleave_where_the_tile_does_not_divide():
+def test_interleave_applies_where_the_tile_does_not_divide_the_axis():
     from dataclasses import replace
 
     from kernels.knobs import GemmCuda, fit
+    k = resolve("gemm", "cuda", {"M": 100, "N": 128, "K": 64}, None, "cache_a=shared,interleave=true")
+    assert k.interleaved() == (("A", 0, 0, 1),)
     k = replace(GemmCuda(), cache_a="shared", interleave=True)
-    assert fit(k, {"M": 128, "N": 100, "K": 64}).interleave
-    assert not fit(k, {"M": 100, "N": 128, "K": 64}).interleave
+    assert fit(k, {"M": 128, "N": 100, "K": 64}).interleave and fit(k, {"M": 100, "N": 128, "K": 64}).interleave
+
+
+def test_fit_keeps_pad_tiles_only_where_a_block_tile_does_not_divide_m_or_n():
+    from dataclasses import replace
+
+    from kernels.knobs import GemmCuda, fit
+    k = replace(GemmCuda(), pad_tiles=True)                 # 64x64 tiles, k tiles of 16
+    assert fit(k, {"M": 1000, "N": 1024, "K": 1024}).pad_tiles
+    assert fit(k, {"M": 1024, "N": 1000, "K": 1024}).pad_tiles
+    assert not fit(k, {"M": 1024, "N": 1024, "K": 1000}).pad_tiles     # K is never padded
+    assert not fit(k, BIG).pad_tiles
+    for s in ({"M": 4000, "N": 4000, "K": 4000}, {"M": 1000, "N": 1000, "K": 1000}):
+        best = preset("gemm", "cuda", "best", s)
+        assert best.pad_tiles and best.interleave == (best.tile_m == 128)
+
+
+def test_pad_tiles_needs_the_accumulators_in_registers():
+    msg = problems("gemm", "cuda", {"M": 100, "N": 100, "K": 64}, "cache_c=global,pad_tiles=true")
+    assert msg == ("pad_tiles=true accumulates the padded tiles in registers and writes back only the real outputs, "
+                   "and cache_c=global accumulates in global memory; set cache_c=local, or pad_tiles=false.")
 
 
 def test_interleave_pads_rows_only_where_a_warps_rows_share_a_bank():
