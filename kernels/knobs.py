@@ -662,7 +662,8 @@ def fit(k, s: Shape):
             k = replace(k, one_barrier=False)
     if getattr(k, "interleave", False) and _interleave_problem(k, s):
         k = replace(k, interleave=False)
-    if getattr(k, "pad_tiles", False) and not (s["M"] % k.tile_m or s["N"] % k.tile_n):   # nothing to pad
+    if (getattr(k, "pad_tiles", False) and k.tile_m > 0 and k.tile_n > 0     # (a tile below its patch fails validate)
+            and not (s["M"] % k.tile_m or s["N"] % k.tile_n)):                  # nothing to pad
         k = replace(k, pad_tiles=False)
     if getattr(k, "k_threads", 1) > 1:
         k = replace(k, k_threads=_largest_divisor(s["N"], k.k_threads))

@@ -235,6 +235,16 @@ def test_fit_keeps_pad_tiles_only_where_a_block_tile_does_not_divide_m_or_n():
         assert best.pad_tiles and best.interleave == (best.tile_m == 128)
 
 
+def test_a_tile_below_its_patch_with_pad_tiles_gets_a_sentence_not_an_exception():
+    from dataclasses import replace
+
+    from kernels.knobs import GemmCuda, fit, validate
+    s = {"M": 100, "N": 100, "K": 64}
+    k = fit(replace(GemmCuda(), tile_m=2, patch_m=4, pad_tiles=True), s)     # fit rounds the tile down to 0
+    assert k.tile_m == 0
+    assert any("tile_m" in p and p.endswith(".") for p in validate("gemm", "cuda", k, s))
+
+
 def test_pad_tiles_needs_the_accumulators_in_registers():
     msg = problems("gemm", "cuda", {"M": 100, "N": 100, "K": 64}, "cache_c=global,pad_tiles=true")
     assert msg == ("pad_tiles=true accumulates the padded tiles in registers and writes back only the real outputs, "
