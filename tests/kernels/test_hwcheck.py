@@ -53,6 +53,26 @@ KNOWN: dict = {
         "3,265,536 (-2.8%); the k loop's SASS has 3 runs of fence loads (16 A copies behind a branch on the k "
         "test, one B copy behind a branch, the last 3 predicated) and the prologue 2, where the model counts one "
         "per commit group.",
+    # pad_tiles (held out, bench/device_run38.sh): global loads, stores and sectors exact, LDGSTS within 2.4%;
+    # what the model does not count is in the SASS built here (NVRTC 13.5): a copy from global that TVM cannot
+    # prove in bounds after unrolling is a predicated cp.async plus a store of zeros to shared memory (STS),
+    # both executed by every warp that reaches it, and each such copy opens its own run of fence loads (the
+    # model counts no shared stores for async copies and one fence run per commit group)
+    ("gemm", '{"M": 1000, "N": 1000, "K": 1000}', "best", "pad_tiles=true"):
+        "best's 64x64 tiles of 8x4 padded in M and N: shared stores measured 193,536 (256 blocks x 4 warps x 189, "
+        "over 32 k tiles with the last cut by the k test), predicted 0; shared loads measured 3,741,552, "
+        "predicted 3,219,456 (-14.0%): the extra fence-load runs of the zero-filling copies.",
+    ("gemm", '{"M": 2000, "N": 2000, "K": 2000}', "best", "pad_tiles=true"):
+        "best's 128x128 tiles of 8x8 padded in M and N: shared stores measured 1,280,000 = 256 blocks x 8 warps "
+        "x 125 k tiles x 5 zero-filling copies, predicted 0; shared loads measured 20,228,992, predicted "
+        "17,152,000 (-15.2%), their fence-load runs.",
+    ("gemm", '{"M": 1000, "N": 1024, "K": 1024}', "best", "pad_tiles=true"):
+        "64x64 tiles padded in M only: shared stores measured 65,536 = 256 blocks x 4 warps x 32 k tiles x 2 (the "
+        "two of each thread's four A copies at tile rows 32-63, which row 1000 can cut), predicted 0; shared "
+        "loads measured 3,443,280, predicted 3,244,032 (-5.8%).",
+    ("gemm", '{"M": 1024, "N": 1000, "K": 1024}', "best", "pad_tiles=true"):
+        "64x64 tiles padded in N only: shared stores measured 131,072 = 256 blocks x 4 warps x 32 k tiles x 1, "
+        "predicted 0; shared loads measured 3,542,016, predicted 3,244,032 (-8.4%).",
 }
 
 
@@ -64,7 +84,7 @@ def table():
 def _rows():
     t = hwcheck.recorded()
     return [(r.op, r.shape, r.preset if isinstance(r.preset, str) else "",
-             r.overrides if isinstance(r.overrides, str) else "") for r in t.itertuples()]
+             r.overrides if isinstance(r.overrides, str) else "", r.knobs) for r in t.itertuples()]
 
 
 def test_the_recorded_table_covers_four_operators_and_twenty_kernels():
@@ -74,14 +94,16 @@ def test_the_recorded_table_covers_four_operators_and_twenty_kernels():
     assert set(t.device) == {"NVIDIA H200"} and t.date.notna().all() and t.command.notna().all()
 
 
-@pytest.mark.parametrize("op,shape,preset,overrides", _rows(), ids=lambda v: str(v)[:40])
-def test_prediction_agrees_with_nsight_compute(op, shape, preset, overrides):
+# a kernel is its knobs: a preset that changed since (best at 1000^3) gives two rows with the same name
+@pytest.mark.parametrize("op,shape,preset,overrides,knobs", _rows(), ids=lambda v: str(v)[:40])
+def test_prediction_agrees_with_nsight_compute(op, shape, preset, overrides, knobs):
     t = table()
-    rows = t[(t["op"] == op) & (t["shape"] == shape) & (t["preset"] == preset) & (t["overrides"] == overrides)]
+    rows = t[(t["op"] == op) & (t["shape"] == shape) & (t["preset"] == preset) & (t["overrides"] == overrides)
+             & (t["knobs"] == knobs)]
     assert len(rows) == len(hwcheck.METRICS)
     bad = rows[~rows.within]
     reason = next((why for key, why in KNOWN.items() if key[:3] == (op, shape, preset)
-                   and (len(key) == 3 or key[3] in overrides)), None)
+                   and (len(key) == 3 or key[3] in overrides or key[3] in knobs)), None)
     if reason:
         if bad.empty:
             pytest.fail(f"{(op, shape, preset, overrides)} now agrees: remove it from KNOWN")
