@@ -575,17 +575,25 @@ PRESET_NAMES = ("baseline", "naive", "seed", "best")
 # reduction, threads share each output's reduction; a small depthwise image wants smaller blocks.
 FEW_OUTPUTS = 16384
 H200_SMS = 132
-GEMM_WAVE_FILL = 0.9      # best's 128x128 tiles where their last wave is at least this full
+# ms per 4096 of K that one SM spends on best's GEMM blocks (data/h200_kmajor.json): a 128x128 block of 8x8 shares
+# its SM with one other (2.911 ms at 4096^3 for 8 blocks per SM), a 64x64 block of 8x4 with four others (2.980 ms
+# for 32 per SM), and a 128x128 block alone on its SM (1024^3: 64 blocks, 0.102 ms for K=1024) runs 1.8x faster
+# than a pair, not 2x.
+GEMM_SM_MS = {128: 2.911 / 8, 64: 2.980 / 32}
+GEMM_ALONE_MS = {128: 0.102 * 4, 64: 0.0}
 
 
-def gemm_waves_short(s: Shape) -> bool:
-    """Whether best's GEMM blocks (two per SM) leave the last wave of the H200's SMs less than
-    GEMM_WAVE_FILL full: 64 of 264 at 1024^3 (0.24), 400 in two waves at 2560^3 (0.76); 2048^3 and 4096^3
-    fill 0.97."""
-    big = PRESETS[("gemm", "cuda")]["best"]
-    blocks = -(-s["M"] // big["tile_m"]) * -(-s["N"] // big["tile_n"])
-    slots = 2 * H200_SMS
-    return blocks / (-(-blocks // slots) * slots) < GEMM_WAVE_FILL
+def gemm_big_tiles_slower(s: Shape) -> bool:
+    """Whether best's 128x128 GEMM tiles would take at least as long as the 64x64 tiles of 8x4 at this M, N (K
+    scales both alike). The block scheduler deals the blocks out to the H200's 132 SMs, so the SM with the most
+    blocks, ceil(blocks / 132), sets the time: its blocks share it, and a lone 128x128 block cannot use all of it.
+    Fitted at 4096^3 and 1024^3, it names the faster tiling at 12 of the 14 sizes measured with both (1024 to
+    6144 cubed); the two it misses were within 1.4% (3584^3, 6144^3), where the last rule (the 128x128 tiles
+    wherever their last wave of 264 was at least 90% full) lost 7% at 2816^3 (bench/device_run39.sh, 41)."""
+    def sm_ms(tile: int) -> float:
+        per_sm = -(-(-(-s["M"] // tile) * -(-s["N"] // tile)) // H200_SMS)
+        return max(per_sm * GEMM_SM_MS[tile], GEMM_ALONE_MS[tile])
+    return sm_ms(128) >= sm_ms(64)
 
 
 # (below: fewer outputs than this, or a rule on the shape; the knobs that win there)
@@ -612,7 +620,7 @@ BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int | Callable[[Shape], bool], dic
     # Where the two cross (bench/device_run33.sh, data/h200_kmajor.json): 2048^3 (256 blocks, 0.97 of one wave)
     # 0.375 ms for best's tiles against 0.380; 2560^3 (400 blocks, 1.52 waves) 0.941 against 0.766; 3072^3
     # (576 blocks, 2.18 waves) 1.407 against 1.268; 4096^3 (3.88 waves) 2.91 against 2.98.
-    ("gemm", "cuda"): (gemm_waves_short, dict(
+    ("gemm", "cuda"): (gemm_big_tiles_slower, dict(
         tile_m=64, tile_n=64, patch_m=8, patch_n=4, k_split=32, cache_a="shared+local", cache_b="shared+local",
         cache_c="local", vector=4, unroll=4096, pipeline=True, async_copy=True, one_barrier=True, pad_tiles=True)),
     ("conv1d", "cuda"): (16384, dict(tile=8, patch=1, k_threads=32, cache_a="global", cache_w="global",
