@@ -52,9 +52,8 @@ def _dynamic(on: bool) -> None:
 
 def _resolved(s: dict, name: str):
     text, dyn = VARIANTS[name]
-    kmajor.VARIANTS[name] = text
     _dynamic(dyn)
-    return kmajor.knobs(s, name)
+    return kmajor.over_8x4(s, text)
 
 
 def measure(out_dir: str, run: int, names=None, sizes=(1024, 4096)) -> None:

@@ -49,9 +49,14 @@ VARIANTS = {            # name -> knobs over the 64x64 tiles of 8x4 (best when t
 
 def knobs(s: dict, name: str):
     """A variant's knobs for shape s: the 8x4 tiles (BEST_FEW_OUTPUTS' GEMM entry) with the variant's changes."""
+    return over_8x4(s, VARIANTS[name])
+
+
+def over_8x4(s: dict, changes: str):
+    """The 8x4 tiles' knobs for shape s with `changes` (knob text) applied."""
     from kernels.knobs import BEST_FEW_OUTPUTS, resolve
     base = dict(BEST_FEW_OUTPUTS[("gemm", "cuda")][1])
-    base.update(x.split("=") for x in VARIANTS[name].split(",") if x)
+    base.update(x.split("=") for x in changes.split(",") if x)
     return resolve("gemm", "cuda", s, None, ",".join(f"{k}={str(v).lower()}" for k, v in base.items()))
 
 

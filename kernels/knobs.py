@@ -461,9 +461,9 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         # stalled at dispatch 0.45 cycles per instruction instead of 0.83, 19K bank conflicts. The table's run
         # (bench/device_run30.sh, data/h200_bench.json): 2.911 ms, 0.924x; ten alternating rounds with the 8x4
         # tiles and cuBLAS (data/h200_gemm_transpose_a.json): 0.930x median (0.883-0.938), faster in all ten.
-        # Where these blocks, two per SM, leave the last wave of the 132 SMs less than 90% full (gemm_waves_short)
-        # the 8x4 schedule of BEST_FEW_OUTPUTS wins, and best takes it: at 1024^3 (64 blocks) 0.102 ms against
-        # 0.052, at 2560^3 and 3072^3 (1.52 and 2.18 waves) 0.94 and 1.41 against 0.77 and 1.27.
+        # Where the busiest of the 132 SMs would take longer with these blocks (gemm_big_tiles_slower) the 8x4
+        # schedule of BEST_FEW_OUTPUTS wins, and best takes it: at 1024^3 (64 blocks) 0.102 ms against 0.052, at
+        # 2560^3 and 3072^3 (4 and 5 blocks on the busiest SM) 0.94 and 1.41 against 0.77 and 1.27.
         # Tried: k tiles of 8 (3.07), 64x128 or 128x64 tiles (3.04, 2.99), 64x64 tiles of 8x8 (3.08), the same
         # tiles without B interleaved (3.16) or with two barriers (3.23 without interleave, against 3.16),
         # 128 outputs per thread as cuBLAS's kernel has (8x16 or 16x8 patches on 128x128, 128x256 or 256x128
@@ -587,9 +587,11 @@ def gemm_big_tiles_slower(s: Shape) -> bool:
     """Whether best's 128x128 GEMM tiles would take at least as long as the 64x64 tiles of 8x4 at this M, N (K
     scales both alike). The block scheduler deals the blocks out to the H200's 132 SMs, so the SM with the most
     blocks, ceil(blocks / 132), sets the time: its blocks share it, and a lone 128x128 block cannot use all of it.
-    Fitted at 4096^3 and 1024^3, it names the faster tiling at 12 of the 14 sizes measured with both (1024 to
-    6144 cubed); the two it misses were within 1.4% (3584^3, 6144^3), where the last rule (the 128x128 tiles
-    wherever their last wave of 264 was at least 90% full) lost 7% at 2816^3 (bench/device_run39.sh, 41)."""
+    Fitted at 4096^3 and 1024^3, it names the faster tiling at 14 of the 18 shapes measured with both (1024 to
+    6144 cubed, 4000x6000x1000, 10000x1024x1024 both ways); the four it misses were within 3.8% (3584^3, 6144^3,
+    1024x10000x1024, 10000x1024x1024: short K, which it leaves out). The rule before it (the 128x128 tiles
+    wherever their last wave of 264 was at least 90% full) missed five, by up to 8.9% (4000x6000x1000) and 7%
+    (2816^3; bench/device_run39.sh, 41, 42)."""
     def sm_ms(tile: int) -> float:
         per_sm = -(-(-(-s["M"] // tile) * -(-s["N"] // tile)) // H200_SMS)
         return max(per_sm * GEMM_SM_MS[tile], GEMM_ALONE_MS[tile])
@@ -598,8 +600,8 @@ def gemm_big_tiles_slower(s: Shape) -> bool:
 
 # (below: fewer outputs than this, or a rule on the shape; the knobs that win there)
 BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int | Callable[[Shape], bool], dict]] = {
-    # GEMM where best's 128x128 blocks, two per SM of the H200, would not fill nearly whole waves
-    # (gemm_waves_short): 64x64 tiles, 8x4 patches, A stored [m][k], 5 blocks of 128 threads per SM. Each step:
+    # GEMM where best's 128x128 blocks, two per SM of the H200, would keep the busiest SM longer
+    # (gemm_big_tiles_slower): 64x64 tiles, 8x4 patches, A stored [m][k], 5 blocks of 128 threads per SM. Each step:
     # - one thread owns an 8x4 patch (32 accumulators): per k step 8 values of A and 4 of B, 32 multiply-adds.
     # - A and B staged in shared memory in k tiles of 32: every value staged is read by 16 (A) or 8 (B) threads.
     # - cp.async fills over two buffers, one barrier per k tile (as best): without one_barrier warps wait at
@@ -617,9 +619,10 @@ BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int | Callable[[Shape], bool], dic
     # - pad_tiles where 64 does not divide M or N: the guarded multiply-adds of an edge thread cost far more
     #   than in the 128x128 tiles, 1.7-2.5x (1000^3: 0.36x cuBLAS guarded, 0.90x padded; 3000^3 0.55x -> 1.03x;
     #   10000x1024x1024 0.57x -> 0.99x; data/h200_pad_tiles.json).
-    # Where the two cross (bench/device_run33.sh, data/h200_kmajor.json): 2048^3 (256 blocks, 0.97 of one wave)
-    # 0.375 ms for best's tiles against 0.380; 2560^3 (400 blocks, 1.52 waves) 0.941 against 0.766; 3072^3
-    # (576 blocks, 2.18 waves) 1.407 against 1.268; 4096^3 (3.88 waves) 2.91 against 2.98.
+    # Where the two cross (bench/device_run33.sh, 39, 41, data/h200_kmajor.json; 42, data/h200_gemm_tile_rule.json):
+    # 2048^3 0.375 ms for best's tiles against 0.380; 2560^3 0.941 against 0.766; 2816^3 1.036 against 0.968;
+    # 3840^3 2.441 against 2.483; 4000^3 3.096 against 2.962; 4096^3 2.91 against 2.98; 6144^3 9.92 against
+    # 10.06; 10000x1024x1024 0.502 against 0.483. Neither tiling wins at every size.
     ("gemm", "cuda"): (gemm_big_tiles_slower, dict(
         tile_m=64, tile_n=64, patch_m=8, patch_n=4, k_split=32, cache_a="shared+local", cache_b="shared+local",
         cache_c="local", vector=4, unroll=4096, pipeline=True, async_copy=True, one_barrier=True, pad_tiles=True)),
