@@ -440,3 +440,15 @@ def test_dynamic_shared_memory_tried_and_lost():
             preset("gemm", "cuda", "best", row["shape"])
         assert (runs["dyn-best"] if row["shape"]["M"] == 1024 else runs["d-km"])["median_ms"] > 1.02 * static["median_ms"]
         assert min(r["median_ms"] for r in runs.values() if r["dynamic_shared"]) > static["median_ms"]
+
+
+def test_tiling_rule_constants_are_the_recorded_times():
+    """gemm_big_tiles_slower's per-SM times are read off runs in data/: best's 4096^3 row of the table (2.911 ms,
+    8 blocks of 128x128 per SM), the 8x4 tiles at 4096^3 (2.98, 32 per SM) and the 128x128 tiles at 1024^3 (0.102,
+    one block alone on each of 64 SMs), each within 1% of a recorded median."""
+    from kernels.knobs import GEMM_ALONE_MS, GEMM_SM_MS
+    row = next(r for r in _bench()["rows"] if r["op"] == "gemm" and r["shape"]["M"] == 4096)
+    pairs = {p[0]["M"]: p[1:] for p in _tiling_pairs() if p[0]["M"] == p[0]["N"] == p[0]["K"]}
+    assert GEMM_SM_MS[128] * 8 == pytest.approx(row["runs"]["best"]["median_ms"], rel=0.01)
+    assert GEMM_SM_MS[64] * 32 == pytest.approx(pairs[4096][1], rel=0.01)
+    assert GEMM_ALONE_MS[128] / 4 == pytest.approx(pairs[1024][0], rel=0.01)
