@@ -593,8 +593,8 @@ def gemm_big_tiles_slower(s: Shape) -> bool:
     wherever their last wave of 264 was at least 90% full) missed five, by up to 8.9% (4000x6000x1000) and 7%
     (2816^3; bench/device_run39.sh, 41, 42)."""
     def sm_ms(tile: int) -> float:
-        per_sm = -(-(-(-s["M"] // tile) * -(-s["N"] // tile)) // H200_SMS)
-        return max(per_sm * GEMM_SM_MS[tile], GEMM_ALONE_MS[tile])
+        blocks = -(-s["M"] // tile) * -(-s["N"] // tile)
+        return max(-(-blocks // H200_SMS) * GEMM_SM_MS[tile], GEMM_ALONE_MS[tile])
     return sm_ms(128) >= sm_ms(64)
 
 

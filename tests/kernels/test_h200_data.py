@@ -100,10 +100,10 @@ def test_pad_tiles_makes_best_faster_in_every_round_where_the_tiles_do_not_divid
     flipped = []
     for row in run["shapes"]:
         s = row["shape"]
-        k = parse_knobs("gemm", "cuda", row["knobs"])
-        if k != preset("gemm", "cuda", "best", s):
+        k, now = parse_knobs("gemm", "cuda", row["knobs"]), preset("gemm", "cuda", "best", s)
+        if k != now:
             flipped.append((s["M"], s["N"], s["K"]))
-            assert preset("gemm", "cuda", "best", s).tile_m != k.tile_m and preset("gemm", "cuda", "best", s).pad_tiles
+            assert now.tile_m != k.tile_m and now.pad_tiles
         assert k.pad_tiles and (s["M"] % k.tile_m or s["N"] % k.tile_n)
         assert parse_knobs("gemm", "cuda", row["variant"]["knobs"]) == replace(k, pad_tiles=False)
         assert row["variant"]["rounds_faster"] == 0 and row["variant"]["median_speedup"] < 0.97, s
