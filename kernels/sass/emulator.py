@@ -1,0 +1,412 @@
+"""A warp-level SASS emulator for control flow and addresses.
+
+Every lane of a chunk of the grid's blocks is one element of numpy arrays; the chunk runs as one SIMT
+machine whose lanes may sit at different instructions: groups (instruction, lanes) run lowest address
+first and merge where they meet, which is where the hardware reconverges too (nvcc lays a divergent
+region out between its BSSY and BSYNC, a loop's exit after its body). Integer and predicate arithmetic,
+the uniform datapath, special and constant-bank registers, branches, EXIT and barriers are executed;
+floating point is not: its results, and every value loaded from memory, are Unknown. A branch, guard or
+address that would need an Unknown stops the run with a sentence.
+
+Counts follow Nsight Compute: an instruction executed by a warp counts once for that warp whenever any of
+its lanes reaches it, whether or not its guard predicate is on; a global load's sectors are the distinct
+32-byte sectors of its active lanes, per request (a whole warp for 32-bit accesses, 16 lanes for 64-bit,
+8 for 128-bit: 128 bytes a request).
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from .launch import Launch
+from .parse import Instr, Kernel, Op
+from .values import B32, M32, Lanes, Mixed, Uninit, Unknown, make, merge, pred_not, select, z64
+
+WARP = 32
+ALL = "all"                     # a mask: every lane of the chunk
+LOCAL_TOP = 0xFFFDC0            # c[0x0][0x28]: the local-memory stack top each thread starts from
+CLASSES = {"LDG": "global_ld", "STG": "global_st", "LDS": "shared_ld", "LDSM": "shared_ld", "STS": "shared_st",
+           "LDGSTS": "ldgsts", "LDL": "local_ld", "STL": "local_st"}
+UNSUPPORTED = {"CALL", "RET", "BRX", "JMX", "JMP", "ATOM", "ATOMG", "ATOMS", "RED", "BRA.DIV"}
+
+
+class EmulationError(RuntimeError):
+    """The emulator met something it does not compute; the message is one sentence."""
+
+
+def _bytes(ins: Instr) -> int:
+    for m in ins.mods:
+        if m in ("64", "128"):
+            return int(m) // 8
+        if m in ("U8", "S8"):
+            return 1
+        if m in ("U16", "S16"):
+            return 2
+    return 4
+
+
+class Machine:
+    """One chunk of blocks [b0, b1) of one kernel launch."""
+
+    def __init__(self, kernel: Kernel, launch: Launch, b0: int, b1: int, tracer=None):
+        self.k, self.launch, self.tracer = kernel, launch, tracer
+        T = launch.threads
+        self.T, self.nb = T, b1 - b0
+        self.n = n = self.nb * T
+        t = np.tile(np.arange(T, dtype=np.int64), self.nb)
+        b = np.repeat(np.arange(b0, b1, dtype=np.int64), T)
+        bx, by, _ = launch.block
+        gx, gy, _ = launch.grid
+        self.sreg = {"SR_TID.X": t % bx, "SR_TID.Y": (t // bx) % by, "SR_TID.Z": t // (bx * by),
+                     "SR_CTAID.X": b % gx, "SR_CTAID.Y": (b // gx) % gy, "SR_CTAID.Z": b // (gx * gy),
+                     "SR_LANEID": t % WARP, "SR_CgaCtaId": 0}
+        self.tid, self.block = t, b
+        W = -(-T // WARP)
+        self.warps = self.nb * W
+        self.warp_starts = np.flatnonzero(t % WARP == 0)
+        self.regs: dict = {}
+        self.cbank = {0x0: launch.block[0], 0x4: launch.block[1], 0x8: launch.block[2],
+                      0xC: launch.grid[0], 0x10: launch.grid[1], 0x14: launch.grid[2], 0x28: LOCAL_TOP}
+        for p in launch.params:
+            if p.size == 8:
+                self.cbank[p.offset], self.cbank[p.offset + 4] = p.base & M32, p.base >> 32
+        self.local: dict = {}           # uniform local address -> value (spills)
+        self.local_mixed = False        # a store at a per-lane local address happened
+        self.counts: Counter = Counter()
+        self.sectors = 0
+        self.per_pc: Counter = Counter()
+        self.per_pc_sectors: Counter = Counter()
+        self._memo: dict = {}
+        self.pending: dict = {}         # index -> mask of lanes waiting there
+        self.mask = ALL                 # the lanes of the instruction being executed
+
+    # ------------------------------------------------------------------ masks
+    def nwarps(self, mask) -> int:
+        if mask is ALL:
+            return self.warps
+        key = ("w", id(mask))
+        hit = self._memo.get(key)
+        if hit is None or hit[0] is not mask:
+            hit = (mask, int(np.logical_or.reduceat(mask, self.warp_starts).sum()))
+            self._memo[key] = hit
+        return hit[1]
+
+    def _and(self, mask, p):
+        if p is True:
+            return mask
+        if p is False:
+            return False
+        if mask is ALL:
+            return p
+        key = ("and", id(mask), id(p))
+        hit = self._memo.get(key)
+        if hit is None or hit[0] is not mask or hit[1] is not p:
+            hit = (mask, p, mask & p)
+            self._memo[key] = hit
+        return hit[2]
+
+    @staticmethod
+    def _empty(m) -> bool:
+        return m is False or (m is not ALL and m is not True and not m.any())
+
+    @staticmethod
+    def _or(a, b):
+        if a is ALL or b is ALL:
+            return ALL
+        return a | b
+
+    def _full(self, m):
+        return ALL if m is ALL or m is True or bool(m.all()) else m
+
+    # -------------------------------------------------------------- operands
+    def fail(self, ins: Instr, what: str):
+        raise EmulationError(f"{self.k.name}, instruction /*{ins.pc:04x}*/ {ins.text}: {what}")
+
+    def reg(self, name: str):
+        if name in ("RZ", "URZ"):
+            return 0
+        v = self.regs.get(name)
+        if v is None:
+            return Uninit(f"{name} before anything was written to it")
+        return self._resolve(v)
+
+    def _resolve(self, v):
+        """A Mixed value as the current lanes see it: its known part if none of them holds the unknown one."""
+        if not isinstance(v, Mixed):
+            return v
+        m = self.mask
+        hit = v.unk.any() if m is ALL else (v.unk & m).any()
+        return Unknown(v.why) if hit else v.known
+
+    def val(self, ins: Instr, o: Op):
+        if o.kind == "reg":
+            v = self.reg(o.name)
+            if isinstance(v, Unknown):
+                return v
+            if o.inv:
+                return make(~z64(v))
+            if o.neg:
+                return make(-z64(v))
+            return v
+        if o.kind == "imm":
+            return o.value & M32
+        if o.kind == "cbank":
+            off = o.value
+            for r in o.regs:
+                rv = self.reg(r)
+                if not isinstance(rv, int):
+                    self.fail(ins, "a constant-bank read at a per-lane or unknown offset is not emulated")
+                off += rv
+            if o.name == "0x0" and off in (0x208, 0x20C):    # the global memory descriptor (desc[UR..])
+                return Unknown("the global memory descriptor")
+            if o.name != "0x0" or off not in self.cbank:
+                self.fail(ins, f"the constant c[{o.name}][{off:#x}] is not one the emulator knows "
+                               "(launch sizes, parameters, the local stack)")
+            return self.cbank[off]
+        return Unknown(f"the operand {o.text}")
+
+    def pred(self, o: Op):
+        if o.name in ("PT", "UPT"):
+            v = True
+        else:
+            v = self._resolve(self.regs.get(o.name, False))
+        if isinstance(v, Unknown):
+            return v
+        return pred_not(v) if o.not_ else v
+
+    def guard(self, ins: Instr):
+        if not ins.guard:
+            return True
+        v = True if ins.guard in ("PT", "UPT") else self._resolve(self.regs.get(ins.guard, False))
+        if isinstance(v, Unknown):
+            return v
+        return pred_not(v) if ins.guard_not else v
+
+    def pair(self, name: str):
+        """(low, high) values of the register pair starting at name."""
+        if name in ("RZ", "URZ"):
+            return 0, 0
+        pre, num = ("UR", name[2:]) if name.startswith("UR") else ("R", name[1:])
+        return self.reg(name), self.reg(f"{pre}{int(num) + 1}")
+
+    # ---------------------------------------------------------------- writes
+    def put(self, name: str, v, wmask):
+        if name in ("RZ", "URZ", "PT", "UPT"):
+            return
+        if wmask is True:
+            self.regs[name] = v
+            return
+        old = self.regs.get(name)
+        if wmask is False:
+            return
+        if old is None and not name.startswith(("P", "UP")):     # never written: the other lanes don't care
+            self.regs[name] = v
+            return
+        if name.startswith(("P", "UP")) and not isinstance(v, (Unknown, Mixed)) and \
+                not isinstance(old, (Unknown, Mixed)):
+            old = False if old is None else old
+            same = isinstance(v, bool) and isinstance(old, bool) and v == old
+            self.regs[name] = v if same else np.where(wmask, v, old)
+            return
+        self.regs[name] = merge(wmask, v, old) if isinstance(v, (Unknown, Mixed)) or \
+            isinstance(old, (Unknown, Mixed)) else select(wmask, v, old)
+
+    def put_pair(self, name: str, lo, hi, wmask):
+        pre, num = ("UR", name[2:]) if name.startswith("UR") else ("R", name[1:])
+        self.put(name, lo, wmask)
+        if name not in ("RZ", "URZ"):
+            self.put(f"{pre}{int(num) + 1}", hi, wmask)
+
+    # --------------------------------------------------------------- running
+    def run(self):
+        instrs, labels = self.k.instrs, self.k.labels
+        i, mask = 0, ALL
+        pending = self.pending
+        handlers = _HANDLERS
+        while True:
+            if mask is not None:
+                if pending:
+                    lo = min(pending)
+                    if lo < i:
+                        pending[i] = self._or(pending[i], mask) if i in pending else mask
+                        i, mask = lo, pending.pop(lo)
+                    elif lo == i:
+                        mask = self._full(self._or(mask, pending.pop(i)))
+            elif pending:
+                i = min(pending)
+                mask = pending.pop(i)
+            else:
+                return
+            if i >= len(instrs):
+                raise EmulationError(f"{self.k.name}: ran past the last instruction")
+            ins = instrs[i]
+            self.mask = mask
+            nw = self.nwarps(mask)
+            self.per_pc[ins.pc] += nw
+            op = ins.opcode
+            cls = CLASSES.get(op)
+            if cls:
+                self.counts[cls] += nw
+            if op == "BRA":
+                g = self.guard(ins)
+                target = labels[ins.ops[-1].name]
+                if isinstance(g, Unknown):
+                    self.fail(ins, f"the branch depends on {g.why}, which the emulator does not compute")
+                taken = self._and(mask, g)
+                if self._empty(taken):
+                    i += 1
+                    continue
+                fall = self._and(mask, pred_not(g)) if g is not True else False
+                if self._empty(fall):
+                    i = target
+                    continue
+                pending[target] = self._or(pending[target], taken) if target in pending else taken
+                i += 1
+                mask = fall
+                continue
+            if op == "EXIT":
+                g = self.guard(ins)
+                if isinstance(g, Unknown):
+                    self.fail(ins, f"the exit depends on {g.why}, which the emulator does not compute")
+                rest = False if g is True else self._and(mask, pred_not(g))
+                if self._empty(rest):
+                    mask = None
+                    continue
+                mask, i = rest, i + 1
+                continue
+            if ins.full in UNSUPPORTED or op in UNSUPPORTED:
+                self.fail(ins, f"{ins.full} is not emulated (a call, an indirect jump or an atomic)")
+            h = handlers.get(op)
+            if h is None:
+                self.fail(ins, f"the opcode {ins.full} is not emulated")
+            g = self.guard(ins)
+            if isinstance(g, Unknown):
+                if cls is None and op not in _NO_VALUE:
+                    self.fail(ins, f"its guard depends on {g.why}, which the emulator does not compute")
+                if cls in ("global_ld", "ldgsts") or self.tracer:
+                    self.fail(ins, f"which lanes access memory depends on {g.why}, which the emulator does not "
+                                   "compute")
+                g = True                # counted all the same; what it writes becomes Unknown below
+            wmask = self._and(mask, g) if pending else g
+            if g is not True:           # only lanes whose guard is on read their operands
+                self.mask = self._and(mask, g)
+            h(self, ins, mask, g, wmask)
+            i += 1
+
+    # ----------------------------------------------------------- memory ops
+    def address(self, ins: Instr, o: Op, wide: bool):
+        """A memory operand's address: an int (every lane), a ('lazy', base, c) meaning base + c (global
+        addresses whose lanes differ only through one Lanes value), or an int64 array."""
+        parts = []
+        for r in o.regs:
+            if wide and r == o.regs[0] and o.wide:
+                lo, hi = self.pair(r)
+                if isinstance(lo, Unknown) or isinstance(hi, Unknown):
+                    why = (lo if isinstance(lo, Unknown) else hi).why
+                    self.fail(ins, f"its address depends on {why}, which the emulator does not compute")
+                if isinstance(hi, Lanes):
+                    if hi.bounds()[0] == hi.bounds()[1]:
+                        hi = (hi.bounds()[0] + hi.off) & M32
+                    else:
+                        parts.append((z64(hi) << 32))
+                        parts.append(z64(lo))
+                        continue
+                if isinstance(lo, Lanes):
+                    w = lo.wrap()
+                    if w is None:
+                        parts.append((hi << 32) + z64(lo))
+                    else:
+                        parts.append(("lazy", lo.base, (hi << 32) + lo.off - w * B32))
+                else:
+                    parts.append((hi << 32) + lo)
+            else:
+                v = self.reg(r)
+                if isinstance(v, Unknown):
+                    self.fail(ins, f"its address depends on {v.why}, which the emulator does not compute")
+                parts.append(v if isinstance(v, int) else ("lazy", v.base, v.off))
+        total: object = o.value
+        lazy = None
+        for p in parts:
+            if isinstance(p, tuple):
+                if lazy is None and not isinstance(total, np.ndarray):
+                    lazy = p
+                    continue
+                p = p[1].astype(np.int64) + p[2]
+            total = total + p
+        if not wide:
+            if lazy is not None:
+                total = lazy[1].astype(np.int64) + lazy[2] + total
+                lazy = None
+            return total & M32 if isinstance(total, int) else (total & M32)
+        if lazy is not None:
+            if isinstance(total, np.ndarray):
+                return lazy[1].astype(np.int64) + lazy[2] + total
+            return ("lazy", lazy[1], lazy[2] + total)
+        return total
+
+    def sectors_of(self, addr, active, width: int) -> int:
+        """Distinct 32-byte sectors per request of the active lanes."""
+        if active is False:
+            return 0
+        L = WARP // max(1, width // 4) if width > 4 else WARP
+        if isinstance(addr, tuple):
+            base, c = addr[1], addr[2]
+            key = ("sec", id(base), c % 32, id(active) if active is not ALL else 0, width)
+            hit = self._memo.get(key)
+            if hit is not None and hit[0] is base and (active is ALL or hit[1] is active):
+                return hit[2]
+            a = base.astype(np.int64) + (c % 32)
+            r = self._distinct(a >> 5, active, L)
+            self._memo[key] = (base, active, r)
+            return r
+        if isinstance(addr, int):
+            if active is ALL or active is True:
+                return self._requests_all(L)
+            return self._distinct(np.full(self.n, addr >> 5, np.int64), active, L)
+        return self._distinct(addr >> 5, active, L)
+
+    def _requests_all(self, L: int) -> int:
+        return int(np.ceil(self.T / L)) * self.nb
+
+    def _distinct(self, sec: np.ndarray, active, L: int) -> int:
+        if active is not ALL and active is not True:
+            sec = np.where(active, sec, -1)
+        T = self.T
+        if T % L == 0:
+            rows = sec.reshape(-1, L)
+        elif T < L:                     # a block's lanes are one partial request
+            rows = sec.reshape(-1, T)
+        else:                           # requests never span blocks: pad each block to whole requests
+            pad = np.full((self.nb, -(-T // L) * L), -1, np.int64)
+            pad[:, :T] = sec.reshape(self.nb, T)
+            rows = pad.reshape(-1, L)
+        if rows.shape[1] == 1:
+            return int((rows >= 0).sum())
+        s = np.sort(rows, axis=1)
+        new = (s[:, 1:] != s[:, :-1]) & (s[:, 1:] >= 0)
+        return int(new.sum() + (s[:, 0] >= 0).sum())
+
+
+def _no_value(m, ins, mask, g, wmask):
+    """Instructions whose results the emulator does not compute (floating point): their outputs are Unknown."""
+    for o in ins.ops[:1]:
+        if o.kind == "reg" and not o.name.startswith(("P", "UP")):
+            m.put(o.name, Unknown(f"the result of {ins.full} at /*{ins.pc:04x}*/ (floating point)"), wmask)
+        elif o.kind == "reg":
+            m.put(o.name, Unknown(f"the predicate {ins.full} at /*{ins.pc:04x}*/ computes from floating point"),
+                  wmask)
+
+
+def _nothing(m, ins, mask, g, wmask):
+    return None
+
+
+_NO_VALUE = {"FFMA", "FADD", "FMUL", "FMNMX", "FSEL", "FSETP", "MUFU", "F2F", "I2F", "F2I", "FRND", "FCHK",
+             "HADD2", "HMUL2", "FSWZADD", "I2FP", "F2IP", "DADD", "DMUL", "DFMA", "FMUL2", "FADD2", "FFMA2"}
+_HANDLERS: dict = {op: _no_value for op in _NO_VALUE}
+_HANDLERS.update({op: _nothing for op in ("NOP", "BSSY", "BSYNC", "BREAK", "WARPSYNC", "BAR", "DEPBAR",
+                                          "LDGDEPBAR", "YIELD", "MEMBAR", "FENCE", "ERRBAR", "CCTL", "NANOSLEEP")})
+
+from . import _ops  # noqa: E402  (registers the integer, predicate and memory handlers)
+_ops.register(_HANDLERS)

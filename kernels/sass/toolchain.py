@@ -1,0 +1,173 @@
+"""The SASS toolchain from NVIDIA's pip wheels: CUDA C -> sm_90 cubin (NVRTC), cubin -> SASS text (nvdisasm).
+
+The cubin analysed here is the one the GPU runs: kernels/lowering registers `compile_cubin` as TVM's CUDA
+compile callback, so a GPU build loads this very cubin (no PTX is left to the driver's JIT). The compiler
+and its flags are pinned (requirements.txt, NVRTC_VERSION, FLAGS); `sass_hash` names the machine code.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import importlib.metadata
+import os
+import re
+import shutil
+import stat
+import struct
+import subprocess
+import tempfile
+from pathlib import Path
+
+NVRTC_VERSION = "13.0.88"       # the wheel pinned in requirements.txt; the H200 machine's torch carries the same
+ARCH = "sm_90"
+FLAGS = (f"--gpu-architecture={ARCH}", "-default-device", "--use_fast_math",
+         "--ptxas-options=--register-usage-level=10")
+# TVM's generated source includes libcu++'s <cuda/std/cstdint> and <cuda/std/type_traits> when NVRTC compiles
+# it. The kernels use the fixed-width integer types and nothing else from them; defining those here makes the
+# compile depend on the pinned NVRTC alone, not on which CUDA headers a machine has.
+_RTC_PRELUDE = """
+  typedef signed char int8_t; typedef unsigned char uint8_t; typedef short int16_t;
+  typedef unsigned short uint16_t; typedef int int32_t; typedef unsigned int uint32_t;
+  typedef long long int64_t; typedef unsigned long long uint64_t;
+  #ifndef __asm__
+  #define __asm__ asm
+  #endif
+  #ifndef __volatile__
+  #define __volatile__ volatile
+  #endif
+"""
+
+
+class ToolchainError(RuntimeError):
+    """The pinned NVIDIA wheels are missing or refused a kernel; the message is one sentence."""
+
+
+def _files(dist: str) -> list[Path]:
+    try:
+        d = importlib.metadata.distribution(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    return [Path(d.locate_file(f)) for f in (d.files or ())]
+
+
+def _installed(dist: str, want: str | None = None) -> list[Path]:
+    try:
+        have = importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        raise ToolchainError(f"The SASS view needs NVIDIA's '{dist}' wheel; install the project's requirements "
+                             "(pip install -r requirements.txt).") from None
+    if want and have != want:
+        raise ToolchainError(f"'{dist}' {have} is installed but the project pins {want} (the compiler the "
+                             f"GPU runs must be the one analysed); pip install {dist}=={want}.")
+    return _files(dist)
+
+
+@functools.lru_cache(maxsize=None)
+def _nvrtc():
+    files = _installed("nvidia-cuda-nvrtc", NVRTC_VERSION)
+    lib = next((p for p in files if re.fullmatch(r"libnvrtc\.so\.\d+", p.name)), None)
+    builtins = next((p for p in files if re.fullmatch(r"libnvrtc-builtins\.so\.[\d.]+", p.name)), None)
+    if lib is None or builtins is None:
+        raise ToolchainError("The nvidia-cuda-nvrtc wheel holds no libnvrtc.so; reinstall it "
+                             f"(pip install --force-reinstall nvidia-cuda-nvrtc=={NVRTC_VERSION}).")
+    ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)     # NVRTC dlopens it by name: load it first
+    return ctypes.CDLL(str(lib))
+
+
+@functools.lru_cache(maxsize=None)
+def nvdisasm_path() -> str:
+    exe = next((p for p in _installed("nvidia-cuda-nvdisasm") if p.name == "nvdisasm"), None)
+    if exe is None:
+        raise ToolchainError("The nvidia-cuda-nvdisasm wheel holds no nvdisasm; reinstall it.")
+    if not os.access(exe, os.X_OK):     # some installs drop the run bit: use a private executable copy
+        copy = Path(tempfile.gettempdir()) / f"kernel-lab-nvdisasm-{os.getuid()}"
+        if not copy.exists():
+            shutil.copyfile(exe, copy)
+            copy.chmod(copy.stat().st_mode | stat.S_IXUSR)
+        exe = copy
+    return str(exe)
+
+
+def nvrtc_version() -> str:
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    _nvrtc().nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    return f"{major.value}.{minor.value} (nvidia-cuda-nvrtc {NVRTC_VERSION})"
+
+
+def prepared_source(code: str) -> str:
+    """TVM's CUDA source with its NVRTC header block replaced by the self-contained prelude."""
+    return re.sub(r"#ifdef __CUDACC_RTC__\n.*?\n#else\n", "#ifdef __CUDACC_RTC__\n" + _RTC_PRELUDE + "#else\n",
+                  code, count=1, flags=re.S)
+
+
+@functools.lru_cache(maxsize=256)
+def compile_cubin(code: str) -> bytes:
+    """The sm_90 cubin of a CUDA C source, from the pinned NVRTC with the pinned flags."""
+    lib = _nvrtc()
+    prog = ctypes.c_void_p()
+    src = prepared_source(code).encode()
+    if lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"kernel_lab.cu", 0, None, None):
+        raise ToolchainError("NVRTC could not create a program from the kernel's source.")
+    try:
+        opts = (ctypes.c_char_p * len(FLAGS))(*(f.encode() for f in FLAGS))
+        if lib.nvrtcCompileProgram(prog, len(FLAGS), opts):
+            size = ctypes.c_size_t()
+            lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+            log = ctypes.create_string_buffer(size.value)
+            lib.nvrtcGetProgramLog(prog, log)
+            first = next((ln for ln in log.value.decode(errors="replace").splitlines() if "error" in ln), "")
+            raise ToolchainError(f"NVRTC refused the kernel's CUDA source: {first.strip()}")
+        size = ctypes.c_size_t()
+        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetCUBIN(prog, buf)
+        return buf.raw
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def text_sections(cubin: bytes) -> dict[str, bytes]:
+    """The machine code of each kernel: the ELF sections named .text.<kernel>."""
+    if cubin[:4] != b"\x7fELF" or cubin[4] != 2:
+        raise ToolchainError("The module's binary is not a 64-bit ELF cubin (PTX would be compiled by the "
+                             "driver, not by the pinned compiler).")
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+    names_off = heads[shstrndx][4]
+
+    def name(h):
+        end = cubin.index(b"\0", names_off + h[0])
+        return cubin[names_off + h[0]:end].decode()
+    return {name(h)[len(".text."):]: cubin[h[4]:h[4] + h[5]] for h in heads if name(h).startswith(".text.")}
+
+
+def sass_hash(cubin: bytes) -> str:
+    """sha256 of the kernels' machine code (names and .text bytes), the same wherever the cubin is read."""
+    h = hashlib.sha256()
+    for k, code in sorted(text_sections(cubin).items()):
+        h.update(k.encode() + b"\0" + code)
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=256)
+def disassemble(cubin: bytes) -> str:
+    """nvdisasm's listing of the cubin's code sections (labels for branch targets, one instruction a line)."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        r = subprocess.run([nvdisasm_path(), "-c", f.name], capture_output=True, text=True)
+    if r.returncode:
+        raise ToolchainError(f"nvdisasm could not read the cubin: {r.stderr.strip().splitlines()[-1:]}")
+    return r.stdout
+
+
+def install_tvm_callback() -> None:
+    """Make TVM compile every CUDA module with compile_cubin (on a machine with a GPU; without one TVM keeps
+    the source and never calls it)."""
+    import tvm_ffi
+
+    @tvm_ffi.register_global_func("tvm_callback_cuda_compile", override=True)
+    def _compile(code):
+        return bytearray(compile_cubin(code))

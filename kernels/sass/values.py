@@ -1,0 +1,184 @@
+"""What a register holds in the emulator: a value every lane shares (a Python int), a known value per lane
+(Lanes: a numpy base plus a shared offset, so adding a constant to a pointer in a loop costs nothing), or
+Unknown: data the emulator does not compute (floating point, values loaded from memory).
+
+All lanes of the launched grid (or of a chunk of its blocks) sit in one flat array, block after block."""
+from __future__ import annotations
+
+import numpy as np
+
+M32 = 0xFFFFFFFF
+B32 = 1 << 32
+
+
+class Unknown:
+    """A value the emulator does not compute; `why` says where it came from (for the failure sentence)."""
+    __slots__ = ("why",)
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def __repr__(self):
+        return f"Unknown({self.why})"
+
+
+class Uninit(Unknown):
+    """A register never written: any value may stand in for it where no lane reads it."""
+    __slots__ = ()
+
+
+class Bits(Unknown):
+    """A register of which only some bits are known (nvcc packs predicates into single bits of a register it
+    never initialised). To every instruction but LOP3 it is Unknown; `known` is a mask shared by all lanes."""
+    __slots__ = ("value", "known")
+
+    def __init__(self, value, known: int, why: str):
+        super().__init__(why)
+        self.value, self.known = value, known
+
+
+def bits_of(v):
+    """(value, known-bits mask) of a register value for bitwise logic; None if nothing of it is known."""
+    if isinstance(v, Bits):
+        return v.value, v.known
+    if isinstance(v, Uninit):
+        return 0, 0
+    if isinstance(v, Unknown):
+        return None
+    return (v.mat().astype(np.int64) if isinstance(v, Lanes) else v), M32
+
+
+class Mixed:
+    """A register that is known in some lanes and Unknown in others (written under a divergent branch):
+    an instruction may use it only where none of its active lanes holds the Unknown part."""
+    __slots__ = ("known", "unk", "why")
+
+    def __init__(self, known, unk: np.ndarray, why: str):
+        self.known, self.unk, self.why = known, unk, why
+
+
+def merge(w, new, old):
+    """Lane-wise w ? new : old for register values that may be Unknown in some lanes."""
+    if isinstance(old, Uninit) or old is None:
+        return new
+    if isinstance(new, Bits) or isinstance(old, Bits):
+        a, b = bits_of(new), bits_of(old)
+        if a is not None and b is not None:
+            return Bits(np.where(w, a[0], b[0]), a[1] & b[1], (new if isinstance(new, Bits) else old).why)
+    if isinstance(new, Unknown) and isinstance(old, Unknown):
+        return new
+    nk, nu = _parts(new, w)
+    ok, ou = _parts(old, w)
+    unk = np.where(w, nu, ou)
+    if nk is None:
+        known = ok
+    elif ok is None:
+        known = nk
+    else:
+        known = select(w, nk, ok) if not isinstance(nk, (bool, np.bool_)) and not (
+            isinstance(nk, np.ndarray) and nk.dtype == bool) else np.where(w, nk, ok)
+    if not unk.any():
+        return known
+    why = (new if isinstance(new, (Unknown, Mixed)) else old).why
+    if known is None or unk.all():
+        return Unknown(why)
+    return Mixed(known, unk, why)
+
+
+def _parts(v, w):
+    """(known value or None, unknown-lanes mask) of a register value."""
+    if isinstance(v, Mixed):
+        return v.known, v.unk
+    if isinstance(v, Unknown):
+        return None, np.ones(np.shape(w), bool)
+    return v, np.zeros(np.shape(w), bool)
+
+
+class Lanes:
+    """Per-lane 32-bit values: (base + off) mod 2**32, base a uint32 array that is never written."""
+    __slots__ = ("base", "off", "_mat", "_lo", "_hi", "__weakref__")
+
+    def __init__(self, base: np.ndarray, off: int = 0):
+        self.base = base
+        self.off = off & M32
+        self._mat = None if self.off else base
+        self._lo = self._hi = None
+
+    def mat(self) -> np.ndarray:
+        if self._mat is None:
+            self._mat = (self.base + np.uint32(self.off)).astype(np.uint32, copy=False)
+        return self._mat
+
+    def bounds(self) -> tuple[int, int]:
+        if self._lo is None:
+            self._lo, self._hi = int(self.base.min()), int(self.base.max())
+        return self._lo, self._hi
+
+    def plus(self, c: int) -> "Lanes":
+        return Lanes(self.base, self.off + c)
+
+    def wrap(self) -> int | None:
+        """0 or 1 if every lane's base + off wraps the same way past 2**32 (None if lanes differ)."""
+        lo, hi = self.bounds()
+        w = (lo + self.off) >> 32
+        return w if (hi + self.off) >> 32 == w else None
+
+
+def is_known(v) -> bool:
+    return not isinstance(v, Unknown)
+
+
+def u32(v):
+    """The value as uint32: an int, or a materialized uint32 array."""
+    return v.mat() if isinstance(v, Lanes) else v
+
+
+def s32(v):
+    """The value as signed int64 (sign-extended from 32 bits)."""
+    if isinstance(v, Lanes):
+        return v.mat().view(np.int32).astype(np.int64)
+    return v - B32 if v & 0x80000000 else v
+
+
+def z64(v):
+    """The value zero-extended, as int64."""
+    return v.mat().astype(np.int64) if isinstance(v, Lanes) else v
+
+
+def make(x) -> int | Lanes:
+    """A computed result (int or integer ndarray, any width) as a 32-bit register value."""
+    if isinstance(x, np.ndarray):
+        if x.ndim == 0:
+            return int(x) & M32
+        return Lanes((x & M32).astype(np.uint32))
+    return int(x) & M32
+
+
+def pred_and(a, b):
+    """Logical and of two predicates (bool or bool arrays)."""
+    if a is True:
+        return b
+    if b is True:
+        return a
+    if a is False or b is False:
+        return False
+    return a & b
+
+
+def pred_not(a):
+    return (not a) if isinstance(a, bool) else ~a
+
+
+def select(p, a, b):
+    """Lane-wise p ? a : b of two register values (either may be Unknown where p never picks it)."""
+    if p is True:
+        return a
+    if p is False:
+        return b
+    if not p.any():
+        return b
+    if p.all():
+        return a
+    if isinstance(a, (Unknown, Mixed)) or isinstance(b, (Unknown, Mixed)):
+        return merge(p, a, b)
+    return make(np.where(p, u32(a), u32(b)))
