@@ -1,0 +1,219 @@
+"""Held-out validation of the machine's view: kernels nobody has measured, predictions written first.
+
+    python -m bench.heldout draw [--per-op 52] [--seed S]        here: draw, compile, predict, write the batch
+    python3 -m bench.heldout launch BATCH.json CUBINS/           on the GPU, under ncu: each kernel once
+    python -m bench.heldout judge BATCH.json NCU.csv --device D --command C    here: record and judge, once
+    python -m bench.heldout report                                every judged batch, one line each
+
+`draw` takes its seed from the clock unless given one, and prints it. Random valid knob settings (one in five
+the `best` preset) at random shapes for all four operators, at least half of them at shapes that no tile
+divides; each kernel's cubin is compiled here by the pinned NVRTC (the very cubin the GPU runs, checked by
+its SASS hash there) and emulated; the predictions go into data/heldout/batch-SEED.json, to be committed
+before the GPU sees the batch. `judge` refuses a batch already judged: a batch that taught the emulator
+something is regression data from then on, never proof.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "data" / "heldout"
+CUBINS = ROOT / ".heldout"
+OPS = ("gemm", "conv1d", "dwconv2d", "dwsep_conv2d")
+EXACT = ("global_ld", "global_st", "sectors", "ldgsts", "local_ld", "local_st")
+WITHIN_1PCT = ("shared_ld", "shared_st")
+NCU = {"global_ld": "smsp__inst_executed_op_global_ld.sum", "global_st": "smsp__inst_executed_op_global_st.sum",
+       "shared_ld": "smsp__inst_executed_op_shared_ld.sum", "shared_st": "smsp__inst_executed_op_shared_st.sum",
+       "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "ldgsts": "smsp__inst_executed_op_ldgsts.sum",
+       "local_ld": "smsp__inst_executed_op_local_ld.sum", "local_st": "smsp__inst_executed_op_local_st.sum"}
+
+
+def random_shape(op: str, rng, ragged: bool) -> dict:
+    """Moderate shapes (a few million lanes at most); `ragged` draws odd sizes (no power-of-two tile divides)."""
+    def n(lo, hi):
+        v = int(rng.integers(lo, hi + 1))
+        return v | 1 if ragged else max(lo, 1 << int(round(float(v).bit_length() - 1)))
+    if op == "gemm":
+        return {"M": n(1, 1536), "N": n(1, 1536), "K": n(1, 1536)}
+    if op == "conv1d":
+        return {"M": n(1, 300000), "N": n(1, 1100)}
+    s = {"B": int(rng.integers(1, 5)), "C": n(1, 64), "H": n(1, 130), "W": n(1, 130), "K": int(rng.choice([1, 3, 5, 7]))}
+    if op == "dwsep_conv2d":
+        s["F"] = n(1, 128)
+    return s
+
+
+def draw(per_op: int, seed: int) -> Path:
+    import numpy as np
+    from kernels import sass
+    from kernels.knobs import has_remainder, knobs_text, preset, random_valid
+    from kernels.sass.toolchain import nvrtc_version
+    rng = np.random.default_rng(seed)
+    out_dir = CUBINS / str(seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    kernels = []
+    for op in OPS:
+        made = 0
+        while made < per_op:
+            ragged = made % 2 == 0                  # every other kernel at a shape no tile divides
+            s = random_shape(op, rng, ragged)
+            use_best = rng.integers(5) == 0
+            k = preset(op, "cuda", "best", s) if use_best else random_valid(op, "cuda", s, rng)
+            if k is None or has_remainder(k, s) != ragged and ragged:
+                continue
+            kid = f"{op}-{made}"
+            entry = {"id": kid, "op": op, "shape": s, "preset": "best" if use_best else "",
+                     "knobs": knobs_text(k), "remainder": bool(has_remainder(k, s))}
+            t0 = time.perf_counter()
+            try:
+                c = sass.compiled(op, s, k)
+                (out_dir / f"{kid}.cubin").write_bytes(c.cubin)
+                entry["sass_hash"] = c.sass_hash
+                entry["launches"] = [{"name": ln.name, "grid": ln.grid, "block": ln.block,
+                                      "params": [[p.name, p.size, p.nbytes] for p in ln.params]}
+                                     for ln in c.launches]
+                m = sass.machine_counts(op, s, k)
+                entry["predicted"] = {key: int(m.ncu[NCU[key]]) for key in NCU}
+            except Exception as e:      # noqa: BLE001 - a kernel the emulator cannot read is a miss, on record
+                if "launches" not in entry:
+                    continue            # not even compiled: nothing to profile
+                entry["error"] = f"{type(e).__name__}: {e}"
+            entry["predict_s"] = round(time.perf_counter() - t0, 2)
+            kernels.append(entry)
+            made += 1
+            print(f"{kid:16s} {json.dumps(s):60s} {entry.get('error', 'predicted')[:80]} ({entry['predict_s']} s)",
+                  flush=True)
+    DATA.mkdir(parents=True, exist_ok=True)
+    path = DATA / f"batch-{seed}.json"
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    json.dump({"seed": seed, "drawn": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+               "command": f"python -m bench.heldout draw --per-op {per_op} --seed {seed}",
+               "emulator_commit": head, "nvrtc": nvrtc_version(), "kernels": kernels, "measured": None},
+              open(path, "w"), indent=1)
+    print(f"seed {seed}: {len(kernels)} kernels -> {path}; cubins in {out_dir}")
+    return path
+
+
+def _toolchain():
+    """kernels/sass/toolchain.py alone (the GPU machine has no TVM, which the kernels package imports)."""
+    spec = importlib.util.spec_from_file_location("toolchain", ROOT / "kernels" / "sass" / "toolchain.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def launch(batch: str, cubins: str) -> None:
+    """Each kernel of the batch once, in order, from its cubin (cupy); prints its SASS hash as loaded."""
+    import cupy as cp
+    tc = _toolchain()
+    b = json.load(open(batch))
+    hashes = {}
+    for e in b["kernels"]:
+        blob = Path(cubins, f"{e['id']}.cubin").read_bytes()
+        hashes[e["id"]] = tc.sass_hash(blob)
+        mod = cp.RawModule(code=None, path=str(Path(cubins, f"{e['id']}.cubin")))
+        for ln in e["launches"]:
+            if any(size != 8 for _, size, _ in ln["params"]):
+                raise SystemExit(f"{e['id']}: only pointer parameters are launched here")
+            args = [cp.zeros(max(nbytes, 4) // 4 + 1, dtype=cp.float32) for _, _, nbytes in ln["params"]]
+            mod.get_function(ln["name"])(tuple(ln["grid"]), tuple(ln["block"]), tuple(args))
+        cp.cuda.Device().synchronize()
+    bad = [k for k, h in hashes.items() if h != next(e["sass_hash"] for e in b["kernels"] if e["id"] == k)]
+    print(json.dumps({"launched": len(hashes), "hash_mismatches": bad}))
+
+
+def _agree(key: str, pred: int, meas: int) -> bool:
+    if key in WITHIN_1PCT:
+        return abs(pred - meas) <= 0.01 * max(meas, 1)
+    return pred == meas
+
+
+def judge(batch: str, ncu_csv: str, device: str, command: str) -> None:
+    from bench.ncu_data import parse
+    path = Path(batch)
+    b = json.load(open(path))
+    if b.get("measured"):
+        raise SystemExit(f"{path.name} was judged on {b['measured']['date']}; a batch is judged once. "
+                         "Draw a new one: python -m bench.heldout draw")
+    launches = parse(open(ncu_csv).read())
+    i = 0
+    for e in b["kernels"]:
+        got = launches[i:i + len(e["launches"])]
+        i += len(e["launches"])
+        e["measured"] = {k: int(sum(g.get(NCU[k], 0) for g in got)) for k in NCU if any(NCU[k] in g for g in got)}
+        pred = e.get("predicted")
+        e["agrees"] = pred is not None and all(_agree(k, pred[k], v) for k, v in e["measured"].items())
+    if i != len(launches):
+        raise SystemExit(f"{len(launches)} launches profiled but the batch has {i}")
+    b["measured"] = {"device": device, "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                     "command": command, "csv_sha256": hashlib.sha256(open(ncu_csv, "rb").read()).hexdigest()}
+    b["summary"] = summary(b)
+    json.dump(b, open(path, "w"), indent=1)
+    print(json.dumps(b["summary"]))
+
+
+def summary(b: dict) -> dict:
+    ks = b["kernels"]
+    per_op = {op: [e for e in ks if e["op"] == op] for op in OPS}
+    return {"kernels": len(ks), "agree": sum(e["agrees"] for e in ks),
+            "ragged": sum(e["remainder"] for e in ks),
+            "per_op": {op: [sum(e["agrees"] for e in v), len(v)] for op, v in per_op.items()},
+            "emulator_errors": sum("error" in e for e in ks),
+            "spilling": sum(e.get("measured", {}).get("local_st", 0) > 0 for e in ks)}
+
+
+def batches() -> list[dict]:
+    """Every judged batch, oldest first."""
+    out = [json.load(open(p)) for p in sorted(DATA.glob("batch-*.json"))]
+    return sorted((b for b in out if b.get("measured")), key=lambda b: b["measured"]["date"])
+
+
+def report() -> None:
+    for b in batches():
+        s = b["summary"]
+        print(f"seed {b['seed']}: {s['agree']}/{s['kernels']} agree ({s['ragged']} at shapes no tile divides), "
+              f"{b['measured']['device']}, {b['measured']['date']}; per operator "
+              + ", ".join(f"{op} {a}/{n}" for op, (a, n) in s["per_op"].items()))
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.heldout")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("draw")
+    d.add_argument("--per-op", type=int, default=52)
+    d.add_argument("--seed", type=int)
+    ln = sub.add_parser("launch")
+    ln.add_argument("batch")
+    ln.add_argument("cubins")
+    j = sub.add_parser("judge")
+    j.add_argument("batch")
+    j.add_argument("ncu_csv")
+    j.add_argument("--device", required=True)
+    j.add_argument("--command", required=True)
+    sub.add_parser("report")
+    a = p.parse_args(argv)
+    if a.cmd == "draw":
+        seed = a.seed if a.seed is not None else time.time_ns() % (1 << 32)
+        print(f"seed {seed} (from the clock)" if a.seed is None else f"seed {seed}", flush=True)
+        draw(a.per_op, seed)
+    elif a.cmd == "launch":
+        launch(a.batch, a.cubins)
+    elif a.cmd == "judge":
+        judge(a.batch, a.ncu_csv, a.device, a.command)
+    else:
+        report()
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    os.chdir(ROOT)
+    main()
