@@ -41,7 +41,7 @@ def random_shape(op: str, rng, ragged: bool) -> dict:
     """Moderate shapes (a few million lanes at most); `ragged` draws odd sizes (no power-of-two tile divides)."""
     def n(lo, hi):
         v = int(rng.integers(lo, hi + 1))
-        return v | 1 if ragged else max(lo, 1 << int(round(float(v).bit_length() - 1)))
+        return v | 1 if ragged else max(lo, 1 << (v.bit_length() - 1))
     if op == "gemm":
         return {"M": n(1, 1536), "N": n(1, 1536), "K": n(1, 1536)}
     if op == "conv1d":
