@@ -4,6 +4,10 @@
     python3 -m bench.heldout launch BATCH.json CUBINS/           on the GPU, under ncu: each kernel once
     python -m bench.heldout judge BATCH.json NCU.csv --device D --command C    here: record and judge, once
     python -m bench.heldout report                                every judged batch, one line each
+    python -m bench.heldout regress                               the emulator's counts of data/ncu_h200.csv
+    python3 -m bench.heldout hashcheck BATCH.json [--first N]     on the GPU, with TVM: TVM builds each kernel
+        (through kernels' compile callback, the pinned NVRTC there), verifies it, and compares the SASS hash of
+        the loaded module's cubin with the one analysed here
 
 `draw` takes its seed from the clock unless given one, and prints it. Random valid knob settings (one in five
 the `best` preset) at random shapes for all four operators, at least half of them at shapes that no tile
@@ -29,8 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "heldout"
 CUBINS = ROOT / ".heldout"
 OPS = ("gemm", "conv1d", "dwconv2d", "dwsep_conv2d")
-EXACT = ("global_ld", "global_st", "sectors", "ldgsts", "local_ld", "local_st")
-WITHIN_1PCT = ("shared_ld", "shared_st")
 NCU = {"global_ld": "smsp__inst_executed_op_global_ld.sum", "global_st": "smsp__inst_executed_op_global_st.sum",
        "shared_ld": "smsp__inst_executed_op_shared_ld.sum", "shared_st": "smsp__inst_executed_op_shared_st.sum",
        "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "ldgsts": "smsp__inst_executed_op_ldgsts.sum",
@@ -43,24 +45,52 @@ def random_shape(op: str, rng, ragged: bool) -> dict:
         v = int(rng.integers(lo, hi + 1))
         return v | 1 if ragged else max(lo, 1 << (v.bit_length() - 1))
     if op == "gemm":
-        return {"M": n(1, 1536), "N": n(1, 1536), "K": n(1, 1536)}
+        return {"M": n(1, 1024), "N": n(1, 1024), "K": n(1, 1024)}
     if op == "conv1d":
-        return {"M": n(1, 300000), "N": n(1, 1100)}
+        return {"M": n(1, 200000), "N": n(1, 1100)}
     s = {"B": int(rng.integers(1, 5)), "C": n(1, 64), "H": n(1, 130), "W": n(1, 130), "K": int(rng.choice([1, 3, 5, 7]))}
     if op == "dwsep_conv2d":
         s["F"] = n(1, 128)
     return s
 
 
-def draw(per_op: int, seed: int) -> Path:
-    import numpy as np
+def _predict(job: tuple) -> dict:
+    """Compile one drawn kernel, keep its cubin, emulate it (in a worker process)."""
+    entry, out_dir = job
     from kernels import sass
+    from kernels.knobs import resolve
+    op, s = entry["op"], entry["shape"]
+    k = resolve(op, "cuda", s, None, entry["knobs"])
+    t0 = time.perf_counter()
+    try:
+        c = sass.compiled(op, s, k)
+    except Exception as e:      # noqa: BLE001 - not even compiled: nothing to profile, said in the log
+        return {**entry, "skip": f"{type(e).__name__}: {e}"}
+    Path(out_dir, f"{entry['id']}.cubin").write_bytes(c.cubin)
+    entry = {**entry, "sass_hash": c.sass_hash,
+             "launches": [{"name": ln.name, "grid": ln.grid, "block": ln.block,
+                           "params": [[p.name, p.size, p.nbytes] for p in ln.params]} for ln in c.launches]}
+    try:
+        m = sass.machine_counts(op, s, k)
+        entry["predicted"] = {key: int(m.ncu[NCU[key]]) for key in NCU}
+    except Exception as e:      # noqa: BLE001 - a kernel the emulator cannot read is a miss, on record
+        entry["error"] = f"{type(e).__name__}: {e}"
+    entry["predict_s"] = round(time.perf_counter() - t0, 2)
+    return entry
+
+
+def draw(per_op: int, seed: int, workers: int) -> Path:
+    import multiprocessing as mp
+
+    import numpy as np
     from kernels.knobs import has_remainder, knobs_text, preset, random_valid
     from kernels.sass.toolchain import nvrtc_version
+    git = lambda *a: subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()  # noqa
+    head, dirty = git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "--untracked-files=no"))
     rng = np.random.default_rng(seed)
     out_dir = CUBINS / str(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
-    kernels = []
+    drawn = []
     for op in OPS:
         made = 0
         while made < per_op:
@@ -70,35 +100,22 @@ def draw(per_op: int, seed: int) -> Path:
             k = preset(op, "cuda", "best", s) if use_best else random_valid(op, "cuda", s, rng)
             if k is None or has_remainder(k, s) != ragged and ragged:
                 continue
-            kid = f"{op}-{made}"
-            entry = {"id": kid, "op": op, "shape": s, "preset": "best" if use_best else "",
-                     "knobs": knobs_text(k), "remainder": bool(has_remainder(k, s))}
-            t0 = time.perf_counter()
-            try:
-                c = sass.compiled(op, s, k)
-                (out_dir / f"{kid}.cubin").write_bytes(c.cubin)
-                entry["sass_hash"] = c.sass_hash
-                entry["launches"] = [{"name": ln.name, "grid": ln.grid, "block": ln.block,
-                                      "params": [[p.name, p.size, p.nbytes] for p in ln.params]}
-                                     for ln in c.launches]
-                m = sass.machine_counts(op, s, k)
-                entry["predicted"] = {key: int(m.ncu[NCU[key]]) for key in NCU}
-            except Exception as e:      # noqa: BLE001 - a kernel the emulator cannot read is a miss, on record
-                if "launches" not in entry:
-                    continue            # not even compiled: nothing to profile
-                entry["error"] = f"{type(e).__name__}: {e}"
-            entry["predict_s"] = round(time.perf_counter() - t0, 2)
-            kernels.append(entry)
+            drawn.append({"id": f"{op}-{made}", "op": op, "shape": s, "preset": "best" if use_best else "",
+                          "knobs": knobs_text(k), "remainder": bool(has_remainder(k, s))})
             made += 1
-            print(f"{kid:16s} {json.dumps(s):60s} {entry.get('error', 'predicted')[:80]} ({entry['predict_s']} s)",
-                  flush=True)
+    kernels = []
+    with mp.get_context("spawn").Pool(workers) as pool:
+        for e in pool.imap(_predict, [(e, str(out_dir)) for e in drawn]):
+            print(f"{e['id']:16s} {json.dumps(e['shape']):56s} "
+                  f"{e.get('skip') or e.get('error') or 'predicted'} ({e.get('predict_s', 0)} s)", flush=True)
+            if "skip" not in e:
+                kernels.append(e)
     DATA.mkdir(parents=True, exist_ok=True)
     path = DATA / f"batch-{seed}.json"
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     json.dump({"seed": seed, "drawn": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                "command": f"python -m bench.heldout draw --per-op {per_op} --seed {seed}",
-               "emulator_commit": head, "nvrtc": nvrtc_version(), "kernels": kernels, "measured": None},
-              open(path, "w"), indent=1)
+               "emulator_commit": head, "uncommitted_changes": dirty, "nvrtc": nvrtc_version(),
+               "kernels": kernels, "measured": None}, open(path, "w"), indent=1)
     print(f"seed {seed}: {len(kernels)} kernels -> {path}; cubins in {out_dir}")
     return path
 
@@ -131,14 +148,9 @@ def launch(batch: str, cubins: str) -> None:
     print(json.dumps({"launched": len(hashes), "hash_mismatches": bad}))
 
 
-def _agree(key: str, pred: int, meas: int) -> bool:
-    if key in WITHIN_1PCT:
-        return abs(pred - meas) <= 0.01 * max(meas, 1)
-    return pred == meas
-
-
-def judge(batch: str, ncu_csv: str, device: str, command: str) -> None:
+def judge(batch: str, ncu_csv: str, device: str, command: str, date: str | None = None) -> None:
     from bench.ncu_data import parse
+    from kernels.hwcheck import agrees
     path = Path(batch)
     b = json.load(open(path))
     if b.get("measured"):
@@ -151,10 +163,10 @@ def judge(batch: str, ncu_csv: str, device: str, command: str) -> None:
         i += len(e["launches"])
         e["measured"] = {k: int(sum(g.get(NCU[k], 0) for g in got)) for k in NCU if any(NCU[k] in g for g in got)}
         pred = e.get("predicted")
-        e["agrees"] = pred is not None and all(_agree(k, pred[k], v) for k, v in e["measured"].items())
+        e["agrees"] = pred is not None and all(agrees(NCU[k], pred[k], v) for k, v in e["measured"].items())
     if i != len(launches):
         raise SystemExit(f"{len(launches)} launches profiled but the batch has {i}")
-    b["measured"] = {"device": device, "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    b["measured"] = {"device": device, "date": date or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                      "command": command, "csv_sha256": hashlib.sha256(open(ncu_csv, "rb").read()).hexdigest()}
     b["summary"] = summary(b)
     json.dump(b, open(path, "w"), indent=1)
@@ -171,18 +183,48 @@ def summary(b: dict) -> dict:
             "spilling": sum(e.get("measured", {}).get("local_st", 0) > 0 for e in ks)}
 
 
-def batches() -> list[dict]:
-    """Every judged batch, oldest first."""
-    out = [json.load(open(p)) for p in sorted(DATA.glob("batch-*.json"))]
-    return sorted((b for b in out if b.get("measured")), key=lambda b: b["measured"]["date"])
-
-
 def report() -> None:
+    from kernels.hwcheck import batches
     for b in batches():
         s = b["summary"]
         print(f"seed {b['seed']}: {s['agree']}/{s['kernels']} agree ({s['ragged']} at shapes no tile divides), "
               f"{b['measured']['device']}, {b['measured']['date']}; per operator "
               + ", ".join(f"{op} {a}/{n}" for op, (a, n) in s["per_op"].items()))
+
+
+def hashcheck(batch: str, first: int) -> None:
+    import tempfile
+    from kernels import build
+    from kernels.knobs import resolve
+    from kernels.sass.toolchain import nvrtc_version, sass_hash
+    b = json.load(open(batch))
+    out = {"device": build.device_name("cuda"), "nvrtc": nvrtc_version(), "kernels": []}
+    for e in b["kernels"][:first]:
+        k = resolve(e["op"], "cuda", e["shape"], None, e["knobs"])
+        ex, mod, _ = build.compiled(e["op"], tuple(e["shape"].items()), k, "cuda")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "module.cubin")
+            ex.mod.imports[0].write_to_file(path, "cubin")      # the binary the CUDA module was loaded from
+            loaded = sass_hash(Path(path).read_bytes())
+        rel, _, _ = build.verify(e["op"], e["shape"], k, "cuda")
+        out["kernels"].append({"id": e["id"], "analysed": e["sass_hash"], "loaded": loaded,
+                               "equal": loaded == e["sass_hash"], "rel_err": rel, "ok": rel < build.TOLERANCE})
+        print(json.dumps(out["kernels"][-1]), flush=True)
+    print(json.dumps({"equal": sum(k["equal"] for k in out["kernels"]), "of": len(out["kernels"]),
+                      "verified": sum(k["ok"] for k in out["kernels"])}))
+    json.dump(out, open(os.path.join(os.environ.get("OUT", "."), "hashcheck.json"), "w"), indent=1)
+
+
+def regress() -> None:
+    """data/heldout/regression.json: the emulator's counts for every kernel of data/ncu_h200.csv."""
+    from kernels import hwcheck
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    preds = hwcheck.predict_all(progress=lambda f: print(f"{f:.0%}", end="\r", flush=True))
+    hwcheck.PREDICTED.parent.mkdir(parents=True, exist_ok=True)
+    json.dump({"command": "python -m bench.heldout regress", "emulator_commit": head, "kernels": preds},
+              open(hwcheck.PREDICTED, "w"), indent=1)
+    df = hwcheck.compare()
+    print(f"{int(df['within'].sum())} of {len(df)} kernel-counter pairs agree -> {hwcheck.PREDICTED}")
 
 
 def main(argv=None) -> None:
@@ -191,6 +233,7 @@ def main(argv=None) -> None:
     d = sub.add_parser("draw")
     d.add_argument("--per-op", type=int, default=52)
     d.add_argument("--seed", type=int)
+    d.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ln = sub.add_parser("launch")
     ln.add_argument("batch")
     ln.add_argument("cubins")
@@ -199,16 +242,25 @@ def main(argv=None) -> None:
     j.add_argument("ncu_csv")
     j.add_argument("--device", required=True)
     j.add_argument("--command", required=True)
+    j.add_argument("--date", help="when the GPU profiled the batch (UTC, ISO 8601); default now")
     sub.add_parser("report")
+    sub.add_parser("regress")
+    h = sub.add_parser("hashcheck")
+    h.add_argument("batch")
+    h.add_argument("--first", type=int, default=12)
     a = p.parse_args(argv)
     if a.cmd == "draw":
         seed = a.seed if a.seed is not None else time.time_ns() % (1 << 32)
         print(f"seed {seed} (from the clock)" if a.seed is None else f"seed {seed}", flush=True)
-        draw(a.per_op, seed)
+        draw(a.per_op, seed, a.workers)
     elif a.cmd == "launch":
         launch(a.batch, a.cubins)
     elif a.cmd == "judge":
-        judge(a.batch, a.ncu_csv, a.device, a.command)
+        judge(a.batch, a.ncu_csv, a.device, a.command, a.date)
+    elif a.cmd == "regress":
+        regress()
+    elif a.cmd == "hashcheck":
+        hashcheck(a.batch, a.first)
     else:
         report()
 

@@ -91,10 +91,17 @@ def cmd_traffic(a):
     if a.json:
         print(json.dumps(out))
         return
+    print("What the schedule asks for (TensorIR, elements):")
     for t, lv in c.per_tensor.items():
-        print(f"{t:10s} " + "  ".join(f"{lvl}: r {v['read']:,} w {v['write']:,}" for lvl, v in lv.items()))
+        print(f"  {t:10s} " + "  ".join(f"{lvl}: r {v['read']:,} w {v['write']:,}" for lvl, v in lv.items()))
+    if c.ncu:
+        print(f"What the machine executes (the SASS, emulated; {c.machine['sass_hash'][:12]}):")
     for m, v in c.ncu.items():
-        print(f"{m:55s} {v:,}")
+        print(f"  {m:55s} {v:,}")
+    for d in c.differences:
+        print(f"  - {d}")
+    if "error" in c.machine:
+        print(c.machine["error"])
 
 
 def cmd_source(a):

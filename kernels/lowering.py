@@ -9,6 +9,11 @@ from tvm import s_tir, tirx
 
 CUDA_ARCH = "sm_90"
 
+# Every CUDA module is compiled by the pinned NVRTC with the pinned flags (kernels/sass/toolchain.py): the
+# cubin a GPU loads is the one the machine's view analyses here.
+from .sass.toolchain import install_tvm_callback  # noqa: E402
+install_tvm_callback()
+
 
 @functools.lru_cache(maxsize=None)
 def cpu_name() -> str:

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 LEVELS = ("global", "shared", "register")
+LOCAL = "local"         # per-thread local memory: only in the machine's view (spills, arrays indexed at run time)
 KINDS = ("read", "write", "barrier")
 
 
@@ -48,19 +49,22 @@ class Trace:
 @dataclass(frozen=True)
 class Counts:
     """Exact counts for one kernel at full size."""
-    per_tensor: dict            # tensor -> level -> {"read": n, "write": n}   (elements)
-    instructions: dict          # "global_ld" ... -> warp-level (CUDA) or scalar+vector (CPU) instructions
-    ncu: dict                   # Nsight Compute metric name -> predicted value (CUDA only)
-    effects: tuple[str, ...]    # compiler effects modelled, in words
+    per_tensor: dict            # what the schedule asks for: tensor -> level -> {"read": n, "write": n} (elements)
+    instructions: dict          # {"asked": tensor -> level -> {"read", "write"}}: the TensorIR's accesses
+                                # (warp-level on CUDA: one per warp with a lane in range)
+    ncu: dict                   # Nsight Compute metric name -> count of the emulated SASS (CUDA only)
+    differences: tuple[str, ...]    # why the SASS's counts differ from the TensorIR's, in words
     flops: int
     min_bytes: int
     blocks: int = 1
     threads: int = 1
     method: str = ""            # how the counts were obtained (closed form, enumeration)
+    machine: dict = field(default_factory=dict)     # the SASS view: instructions per class and per tensor,
+                                                    # sass_hash, seconds; or {"error": sentence}
 
     def as_dict(self) -> dict:
         d = asdict(self)
-        d["effects"] = list(self.effects)
+        d["differences"] = list(self.differences)
         return d
 
     def level_totals(self, kind: str = "read") -> dict[str, int]:
@@ -85,7 +89,7 @@ def totals(records, upto: int | None = None, thread: int | None = None, block: i
             break
         if r.kind != kind or (thread is not None and r.thread != thread) or (block is not None and r.block != block):
             continue
-        out[r.level] += 1
+        out[r.level] = out.get(r.level, 0) + 1
     return out
 
 
@@ -95,7 +99,7 @@ def running(records, thread: int | None = None, block: int | None = None) -> lis
     out = []
     for r in records:
         if r.kind == "read" and (thread is None or r.thread == thread) and (block is None or r.block == block):
-            cur = {**cur, r.level: cur[r.level] + 1}
+            cur = {**cur, r.level: cur.get(r.level, 0) + 1}
         out.append(cur)
     return out
 
@@ -126,8 +130,9 @@ def describe(r: Access, so_far: int) -> str:
         return f"block {r.block}: barrier, every thread waits until the shared tile is complete"
     idx = ", ".join(map(str, r.index))
     if r.kind == "write":
-        where = {"global": "to global memory", "shared": "into shared memory", "register": "into its registers"}
+        where = {"global": "to global memory", "shared": "into shared memory", "register": "into its registers",
+                 LOCAL: "to its local memory"}
         return f"thread {r.thread} of block {r.block} writes {r.tensor}[{idx}] {where[r.level]}"
     where = {"global": "straight from global memory", "shared": "from shared memory",
-             "register": "from its registers"}[r.level]
+             "register": "from its registers", LOCAL: "from its local memory"}[r.level]
     return f"thread {r.thread} of block {r.block} reads {r.tensor}[{idx}] {where}; {r.level} reads so far: {so_far}"

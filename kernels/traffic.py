@@ -2,7 +2,7 @@
 
 Both views walk the same lowered PrimFunc that build.py compiles (lowering.passes()). The trace runs it
 on a drawable tile with the Python interpreter of _interp.py; counts() (in _count.py) counts it at full
-size without running it.
+size without running it, and on CUDA adds the machine's view: the compiled SASS, emulated (kernels/sass).
 """
 from __future__ import annotations
 
@@ -166,6 +166,22 @@ def simulate(op: str, shape: Shape, knobs, target: str, seed: int = 0) -> float:
     return rel_error(out, OPS[op].reference(*xs))
 
 
-def counts(op: str, shape: Shape, knobs, target: str) -> Counts:
+def counts(op: str, shape: Shape, knobs, target: str, machine: bool = True, progress=None) -> Counts:
+    """What the schedule asks for at each level (the TensorIR), and on CUDA with `machine` what the compiled
+    SASS executes (kernels/sass: the Nsight Compute counts) and why the two differ."""
     from ._count import count
-    return count(op, shape, knobs, target, _for_counting(op, tuple(shape.items()), knobs, target))
+    c = count(op, shape, knobs, target, _for_counting(op, tuple(shape.items()), knobs, target))
+    return with_machine(op, shape, knobs, c, progress) if machine and target == "cuda" else c
+
+
+def with_machine(op: str, shape: Shape, knobs, c: Counts, progress=None) -> Counts:
+    """c with the machine's view added: the emulated SASS's counts, or the sentence saying why there are none."""
+    from . import sass
+    try:
+        m = sass.machine_counts(op, shape, knobs, progress)
+        why = sass.explain(c.instructions["asked"], m, sass.compiled(op, shape, knobs))
+    except (sass.EmulationError, sass.ToolchainError) as e:
+        return replace(c, machine={"error": f"No machine counts for this kernel: {e}"})
+    return replace(c, ncu=m.ncu, differences=tuple(why),
+                   machine={"instructions": m.instructions, "per_tensor": m.per_tensor, "sass_hash": m.sass_hash,
+                            "seconds": round(m.seconds, 3), "kernels": list(m.kernels)})

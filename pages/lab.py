@@ -62,10 +62,11 @@ def chart(fig, key: str, **kw) -> None:
 ASKED: set = set()                  # the full-size counts this run asked for
 
 
-def counts_of(v: View, knobs, wait: float):
-    """Full-size counts of `knobs` for the view; raises L.Pending past `wait` seconds."""
-    ASKED.add((v.op, v.key[1], knobs, v.target))
-    return L.full_counts(v.op, v.key[1], knobs, v.target, wait)
+def counts_of(v: View, knobs, wait: float, machine: bool = False):
+    """Full-size counts of `knobs` for the view (with `machine`, the emulated SASS's too); raises L.Pending past
+    `wait` seconds."""
+    ASKED.add((v.op, v.key[1], knobs, v.target, machine))
+    return L.full_counts(v.op, v.key[1], knobs, v.target, wait, machine)
 
 
 @st.fragment(run_every=2.0)
@@ -155,11 +156,16 @@ def tile_section(v: View):
     if L.traffic is None:
         st.error(L.TRAFFIC_MISSING)
         return None
+    machine = v.target == "cuda" and st.segmented_control(
+        "Replay", ["TensorIR: what the schedule asks for", "SASS: what the machine executes"],
+        default="TensorIR: what the schedule asks for", key="lab_replay", required=True,
+        help="The SASS replay emulates the compiled kernel of the drawable tile lane by lane: registers nvcc "
+             "kept, loads it merged, and local memory (spills) as a level of its own.").startswith("SASS")
     try:
-        tshape, tknobs, tile = L.tile_trace(v.op, v.knobs, v.target)
+        tshape, tknobs, tile = L.machine_tile(v.op, v.knobs) if machine else L.tile_trace(v.op, v.knobs, v.target)
     except Exception as e:      # noqa: BLE001
         for s in L.sentences(e):
-            st.error(f"The simulator could not trace this schedule: {s}")
+            st.error(f"The {'machine' if machine else 'simulator'} could not trace this schedule: {s}")
         return None
     if v.target == "fpga":                  # one instruction stream: no blocks or threads to pick
         st.caption(f"Tile `{L.shape_text(tshape)}`, knobs scaled with it: `{K.knobs_text(tknobs)}`. The accelerator "
@@ -187,7 +193,13 @@ def tile_section(v: View):
         if got:
             ss["lab_block"], ss["lab_thread"] = got
 
-    fig = L.tile_figure(v.op, v.knobs, v.target, None if blk == "all" else blk, None if thr == "all" else thr)
+    b_, t_ = None if blk == "all" else blk, None if thr == "all" else thr
+    fig = L.machine_figure(v.op, v.knobs, b_, t_) if machine else L.tile_figure(v.op, v.knobs, v.target, b_, t_)
+    if machine:
+        st.caption("Each access is one lane of one SASS instruction, its address mapped back to the tensor "
+                   "element; shared, register and local accesses show the element whose value they hold."
+                   + (" **Local memory appears**: nvcc spilled this kernel's registers." if any(
+                       r.level == "local" for r in tile.records) else ""))
     chart(fig, "lab_tile_chart", on_select=pick, selection_mode="points")
     download(fig, f"{v.op}-{v.target}-tile", "lab_dl_tile")
     return tshape, tile
@@ -262,13 +274,39 @@ def counts_section(v: View, drawn) -> None:
                 + (", simulated)" if v.target == "fpga" else ")"))
     st.dataframe(table, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="localized") for c in table})
-    if counts.ncu:
-        st.markdown("**Nsight Compute metrics, predicted for this kernel**")
-        st.dataframe(pd.DataFrame({"metric": list(counts.ncu), "predicted": list(counts.ncu.values())}),
-                     hide_index=True, width="content",
-                     column_config={"predicted": st.column_config.NumberColumn(format="localized")})
-    for e in counts.effects:
-        st.caption(f"Modelled: {e}")
+    st.caption("What the schedule asks for: the TensorIR's reads and writes. The compiler changes them; the "
+               "machine's view below counts what the compiled kernel executes.")
+    if v.target == "cuda":
+        machine_section(v)
+
+
+def machine_section(v: View) -> None:
+    """The compiled SASS, emulated at full size: Nsight Compute's counts and why they differ from the TensorIR."""
+    st.markdown("**What the machine executes** (the sm_90 SASS of this kernel, emulated warp by warp)")
+    try:
+        c = counts_of(v, v.knobs, 1.5, machine=True)
+    except L.Pending:
+        st.progress(L.PROGRESS.get((*v.key, True), 0.0), text="Emulating the SASS at full size in the background")
+        return
+    if "error" in c.machine:
+        st.warning(c.machine["error"], icon=":material/memory:")
+        return
+    inst = c.machine["instructions"]
+    level = {"global_ld": "global", "global_st": "global", "ldgsts": "global → shared", "shared_ld": "shared",
+             "shared_st": "shared", "local_ld": "local", "local_st": "local"}
+    rows = [{"metric": m, "level": level.get(k, "global"), "count": c.ncu[m]} for k, m in L.NCU.items()
+            if m in c.ncu and (c.ncu[m] or level.get(k) != "local")]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="content",
+                 column_config={"count": st.column_config.NumberColumn(format="localized")})
+    if inst.get("local_ld") or inst.get("local_st"):
+        st.warning(f"This kernel uses **local memory**: {inst.get('local_ld', 0):,} loads and "
+                   f"{inst.get('local_st', 0):,} stores per warp, a level the TensorIR does not have.",
+                   icon=":material/memory:")
+    for d in c.differences:
+        st.caption(f"Why the SASS differs: {d}")
+    st.caption(f"SASS {c.machine['sass_hash'][:12]} (pinned NVRTC, the cubin a GPU loads), emulated in "
+               f"{c.machine['seconds']:.2f} s. The Hardware check page shows how these counts compare with "
+               "Nsight Compute on kernels nobody had measured.")
 
 
 # ---------------------------------------------------------------- fpga: the accelerator and the simulated time
@@ -437,10 +475,14 @@ def code_section(v: View) -> None:
     st.subheader("Code")
     asm = {"cuda": "cuda", "fpga": "lowered"}.get(v.target, "llvm")
     names = ["TensorIR", {"cuda": "CUDA C", "fpga": "Lowered TensorIR (what the simulator runs)"}.get(
-        v.target, "LLVM assembly"), "s_tir snippet", "Why each step"]
-    for tab, what in zip(st.tabs(names, key="lab_code_tabs", on_change="rerun"), ("tir", asm, "snippet", "steps")):
+        v.target, "LLVM assembly"), "s_tir snippet", "Why each step"] + (["SASS"] if v.target == "cuda" else [])
+    whats = ("tir", asm, "snippet", "steps", "sass")
+    for tab, what in zip(st.tabs(names, key="lab_code_tabs", on_change="rerun"), whats):
         with tab:
             if tab.open is False:               # lazy: only the open tab compiles or prints anything
+                continue
+            if what == "sass":
+                sass_tab(v)
                 continue
             if what in ("snippet", "steps"):
                 text, lines = L.snippet(*v.key)
@@ -460,6 +502,23 @@ def code_section(v: View) -> None:
             if start > 0:                       # the kernel first; the header NVRTC needs on request
                 with st.expander("The whole file, with the header TVM prepends for NVRTC"):
                     st.code(text, language=lang, height=420)
+
+
+def sass_tab(v: View) -> None:
+    """Every memory instruction of the SASS with the tensor it touches and how often warps executed it."""
+    try:
+        c = counts_of(v, v.knobs, 1.5, machine=True)
+    except L.Pending:
+        st.caption("The SASS's execution counts are still being emulated; the listing follows.")
+        c = None
+    table, listing = L.sass_table(*v.key[:3], c is not None and "error" not in c.machine)
+    st.caption("The memory instructions of the compiled kernel (the pinned NVRTC's sm_90 cubin), each with the "
+               "tensor its lanes' addresses fall in and the warp instructions executed at full size.")
+    st.dataframe(table, hide_index=True, width="stretch",
+                 column_config={"executed (warps)": st.column_config.NumberColumn(format="localized"),
+                                "sectors": st.column_config.NumberColumn(format="localized")})
+    with st.expander("The whole listing (nvdisasm)"):
+        st.code(listing, language="nasm", height=420)
 
 
 # ---------------------------------------------------------------- roofline

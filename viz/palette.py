@@ -8,6 +8,7 @@ LEVEL_COLORS: dict[str, str] = {
     "global": "#D55E00",     # vermillion: far and slow, ~400 cycles
     "shared": "#0072B2",     # blue: per block, ~30 cycles
     "register": "#009E73",   # green: per thread, ~1 cycle
+    "local": "#CC79A7",      # reddish purple: per thread but in device memory (spills), the machine's view only
 }
 NEUTRAL = "#E9E9EE"          # an element nobody has touched yet
 HALO = "#F7F7F7"             # zero padding around an input (read as zero, never stored)

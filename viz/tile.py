@@ -16,13 +16,14 @@ from kernels.records import describe
 from ._grid import Panel, canvas_size, layout
 from .palette import BARRIER, HALO, LEVEL_COLORS, LEVELS, NEUTRAL, OWNED, tint
 
+TILE_LEVELS = (*LEVELS, "local")    # local memory appears in the machine's trace, where nvcc spilled
 # Cell codes on the canvas heat map (one discrete colour each); int8 keeps every frame a few kB.
 GAP, UNTOUCHED, HALO_CELL, OWNED_CELL = 0, 1, 2, 3
-PAST = {lvl: 4 + i for i, lvl in enumerate(LEVELS)}        # touched earlier: tint of the level
-NOW = {lvl: 7 + i for i, lvl in enumerate(LEVELS)}         # touched in this frame: the level's colour
-SYNC = 10                                                  # resident in shared memory during a barrier
-CODE_COLORS = ["#FFFFFF", NEUTRAL, HALO, OWNED, *(tint(LEVEL_COLORS[lvl]) for lvl in LEVELS),
-               *(LEVEL_COLORS[lvl] for lvl in LEVELS), BARRIER]
+PAST = {lvl: 4 + i for i, lvl in enumerate(TILE_LEVELS)}               # touched earlier: tint of the level
+NOW = {lvl: 4 + len(TILE_LEVELS) + i for i, lvl in enumerate(TILE_LEVELS)}   # touched now: the level's colour
+SYNC = 4 + 2 * len(TILE_LEVELS)                                        # resident in shared memory at a barrier
+CODE_COLORS = ["#FFFFFF", NEUTRAL, HALO, OWNED, *(tint(LEVEL_COLORS[lvl]) for lvl in TILE_LEVELS),
+               *(LEVEL_COLORS[lvl] for lvl in TILE_LEVELS), BARRIER]
 MAX_FRAMES = 120
 
 
@@ -121,7 +122,7 @@ def frames(trace, thread: int | None = None, block: int | None = None,
     for group in _chunks(segs, max_frames):
         for r in group:
             if r.kind == "read":
-                counts = {**counts, r.level: counts[r.level] + 1}
+                counts = {**counts, r.level: counts.get(r.level, 0) + 1}
         name = "+".join(dict.fromkeys(names[id(r)] for r in group))
         seg = (group[0].phase, name)
         last = group[-1]
@@ -147,7 +148,8 @@ def caption(r, so_far: int, words: Words = GPU_WORDS, phase_name: str = "") -> s
                f"{lvl} reads so far: {so_far}"
     if r.kind != "write":
         return describe(r, so_far)
-    into = {"global": "to global memory", "shared": "into shared memory", "register": "into its registers"}[r.level]
+    into = {"global": "to global memory", "shared": "into shared memory", "register": "into its registers",
+            "local": "to its local memory"}[r.level]
     return f"thread {r.thread} of block {r.block} writes {r.tensor}[{', '.join(map(str, r.index))}] {into}"
 
 
@@ -176,7 +178,8 @@ def owner_at(trace, row: int, col: int) -> tuple[int, int] | None:
 
 
 def counter_text(counts: dict, words: Words = GPU_WORDS) -> str:
-    return " · ".join(f"{words.level(lvl)} {counts.get(lvl, 0):,}" for lvl in LEVELS)
+    return " · ".join(f"{words.level(lvl)} {counts.get(lvl, 0):,}" for lvl in TILE_LEVELS
+                      if lvl in LEVELS or counts.get(lvl))
 
 
 def _base(panels: list[Panel], owned: set) -> np.ndarray:
@@ -243,7 +246,8 @@ def tile_animation(trace, thread: int | None = None, block: int | None = None,
                 hovertemplate="%{text}<extra></extra>")
     legend = [dict(type="scatter", x=[None], y=[None], mode="markers", name=name, showlegend=True,
                    marker=dict(symbol="square", size=12, color=color))
-              for name, color in [*((words.level(lvl), LEVEL_COLORS[lvl]) for lvl in LEVELS),
+              for name, color in [*((words.level(lvl), LEVEL_COLORS[lvl]) for lvl in TILE_LEVELS
+                                    if lvl in LEVELS or any(r.level == lvl for r in trace.records)),
                                   *([("barrier", BARRIER)] if words.phase is None or any(
                                       r.kind == "barrier" for r in trace.records) else []),
                                   ("untouched", NEUTRAL), ("outputs of this view", OWNED)]

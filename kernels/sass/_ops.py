@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .values import B32, M32, Bits, Lanes, Unknown, bits_of, make, pred_not, s32, select, u32, z64
+from .values import B32, M32, Bits, Lanes, Unknown, bits_of, make, pred_not, s32, select, z64
 
 _CMP = {"LT": np.less, "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal, "EQ": np.equal,
         "NE": np.not_equal}
@@ -110,6 +110,30 @@ def _carry_pred(c):
     return _collapse(c != 0)
 
 
+def _low_known(vals) -> tuple[object, list] | None:
+    """For arithmetic whose low result bits depend only on the operands' low bits (add, multiply): the mask of
+    the low bits every operand has known (per lane where it differs), and the operands with unknown bits
+    zeroed. None when no low bit is known."""
+    keep, out = M32, []
+    for v in vals:
+        x, k = bits_of(v)
+        keep = keep & (((k + 1) & ~k) - 1)     # the run of known bits from bit 0
+        out.append(x)
+    return None if not np.any(keep) else (keep, out)
+
+
+def _partial(m, ins, dst, vals, f, w, bad) -> None:
+    """Write f(vals) where only low bits are known (see _low_known), or `bad` where none are."""
+    lk = _low_known(vals)
+    if lk is None:
+        m.put(dst, bad, w)
+        return
+    keep, xs = lk
+    r = f(*xs) & keep
+    whole = bool(np.all(keep == M32))
+    m.put(dst, (make(r) if isinstance(r, np.ndarray) else r) if whole else Bits(r, keep, bad.why), w)
+
+
 def _pin(m, o):
     p = m.pred(o)
     if isinstance(p, Unknown):
@@ -132,6 +156,9 @@ def iadd3(m, ins, mask, g, w):
             p = _pin(m, o)
             cin = p if isinstance(p, Unknown) else cin + p
     v, carry = _sum([_contrib(m, ins, o) for o in srcs], cin)
+    if isinstance(v, Unknown) and not pouts and cin == 0 and not any(o.neg or o.inv for o in srcs):
+        _partial(m, ins, dst.name, [m.val(ins, o) for o in srcs], lambda *x: sum(x), w, v)
+        return
     m.put(dst.name, v, w)
     for j, o in enumerate(pouts):
         if isinstance(carry, Unknown):
@@ -141,7 +168,11 @@ def iadd3(m, ins, mask, g, w):
 
 
 def viadd(m, ins, mask, g, w):
-    v, _ = _sum([m.val(ins, o) for o in ins.ops[1:3]])
+    vals = [m.val(ins, o) for o in ins.ops[1:3]]
+    v, _ = _sum(vals)
+    if isinstance(v, Unknown):
+        _partial(m, ins, ins.ops[0].name, vals, lambda a, b: a + b, w, v)
+        return
     m.put(ins.ops[0].name, v, w)
 
 
@@ -164,20 +195,16 @@ def imad(m, ins, mask, g, w):
             hi, _ = _sum([ch, (prod >> 32) & M32], carry)
             m.put_pair(dst.name, lo, hi, w)
             return
-        if unsigned:
-            prod = u32(a).astype(np.uint64) * np.uint64(u32(b)) if isinstance(b, int) else \
-                u32(a).astype(np.uint64) * u32(b).astype(np.uint64)
-            lo_p = (prod & np.uint64(M32)).astype(np.int64)
-            hi_p = (prod >> np.uint64(32)).astype(np.int64)
-        else:
-            prod = s32(a) * s32(b)
-            lo_p, hi_p = prod & M32, (prod >> 32) & M32
+        lo_p, hi_p = _wide_product(m, a, b, unsigned)
         lo, carry = _sum([cl, lo_p])
         hi, _ = _sum([ch, hi_p], carry)
         m.put_pair(dst.name, lo, hi, w)
         return
     if bad is not None:
-        m.put(dst.name, bad, w)
+        if "X" in mods or "HI" in mods:
+            m.put(dst.name, bad, w)
+        else:                           # the low bits of a*b + c need only the low bits of a, b and c
+            _partial(m, ins, dst.name, [a, b, c], lambda x, y, z: x * y + z, w, bad)
         return
     cin = 0
     if "X" in mods:
@@ -208,6 +235,59 @@ def imad(m, ins, mask, g, w):
         v, _ = _sum([b, c], cin)
     else:
         v, _ = _sum([make(z64(a) * z64(b)), c], cin)
+    m.put(dst.name, v, w)
+
+
+def _wide_product(m, a, b, unsigned: bool):
+    """The 64-bit product of two register values as (low, high) register values; remembered per operand pair,
+    since a loop recomputes the same lane offsets against a moving uniform base every iteration."""
+    key = ("wide", unsigned, id(a.base) if isinstance(a, Lanes) else a, a.off if isinstance(a, Lanes) else 0,
+           id(b.base) if isinstance(b, Lanes) else b, b.off if isinstance(b, Lanes) else 0)
+    hit = m._memo.get(key)
+    if hit is not None and all(h is x for h, x in zip(hit[0], (a, b))):
+        return hit[1]
+    if unsigned:
+        prod = np.asarray(z64(a)).astype(np.uint64) * np.asarray(z64(b)).astype(np.uint64)
+        lo_p = (prod & np.uint64(M32)).astype(np.int64)
+        hi_p = (prod >> np.uint64(32)).astype(np.int64)
+    else:
+        prod = s32(a) * s32(b)
+        lo_p, hi_p = prod & M32, (prod >> 32) & M32
+    out = (make(lo_p), _uniform(make(hi_p)))
+    m._memo[key] = ((a, b), out)
+    return out
+
+
+def _uniform(v):
+    """A Lanes value that is the same in every lane, as an int."""
+    if isinstance(v, Lanes):
+        lo, hi = v.bounds()
+        if lo == hi:
+            return (lo + v.off) & M32
+    return v
+
+
+def idp(m, ins, mask, g, w):
+    """Integer dot products: IDP.4A (four bytes of a times four bytes of b) and IDP.2A (two 16-bit halves of
+    a times two bytes of b, the low or high pair), plus c; .S/.U on each operand's parts."""
+    dst, a_o, b_o, c_o = ins.ops[:4]
+    a, b, c = m.val(ins, a_o), m.val(ins, b_o), m.val(ins, c_o)
+    bad = _unknown(a, b, c)
+    if bad is not None:
+        m.put(dst.name, bad, w)
+        return
+    kinds = [x for x in ins.mods if x[0] in "SU" and x[1:].isdigit()]
+    if len(kinds) != 2:
+        m.fail(ins, f"the dot product {ins.full} is not emulated")
+    (sa, wa), (sb, wb) = ((k[0] == "S", int(k[1:])) for k in kinds)
+
+    def part(x, i, width, signed):
+        p = (z64(x) >> (i * width)) & ((1 << width) - 1)
+        return p - ((p >> (width - 1)) << width) if signed else p
+    n = 32 // wa
+    off = 2 if "HI" in ins.mods else 0
+    total = sum(part(a, i, wa, sa) * part(b, i + (off if n == 2 else 0), wb, sb) for i in range(n))
+    v, _ = _sum([make(total) if isinstance(total, np.ndarray) else total & M32, c])
     m.put(dst.name, v, w)
 
 
@@ -295,25 +375,19 @@ def lop3(m, ins, mask, g, w):
         r = _lut(lut, z64(a), z64(b), z64(c), M32)
     else:
         parts = [bits_of(x) for x in (a, b, c)]
-        if any(p is None for p in parts):
-            m.put(dst.name, bad, w)
-            if pout is not None:
-                m.put(pout.name, bad, w)
-            return
         # bit by bit: a result bit is known where every setting of the inputs' unknown bits gives the same
         outs = [_lut(lut, *(v | (~k & M32 if j >> i & 1 else 0) for i, (v, k) in enumerate(parts)), M32)
                 for j in range(8)]
         for o in outs[1:]:
-            d = o ^ outs[0]
-            known &= ~int(np.bitwise_or.reduce(np.atleast_1d(d))) & M32
+            known = known & ~(o ^ outs[0]) & M32
         r = outs[0] & known
-    if known == M32:
+    if np.all(known == M32):
         m.put(dst.name, make(r) if isinstance(r, np.ndarray) else r & M32, w)
     else:
         m.put(dst.name, Bits(r, known, bad.why), w)
     if pout is not None:
         p = r != 0
-        if known != M32:            # a set known bit decides; all known bits clear with unknown ones does not
+        if not np.all(known == M32):    # a set known bit decides; known bits all clear does not
             if not np.all(p):
                 m.put(pout.name, bad, w)
                 return
@@ -394,30 +468,40 @@ def minmax(m, ins, mask, g, w):
 def prmt(m, ins, mask, g, w):
     dst, a_o, s_o, b_o = ins.ops[:4]
     a, sel_, b = m.val(ins, a_o), m.val(ins, s_o), m.val(ins, b_o)
-    bad = _unknown(a, sel_, b)
-    if bad is not None:
-        m.put(dst.name, bad, w)
+    pa, pb = bits_of(a), bits_of(b)
+    if isinstance(sel_, Unknown):
+        m.put(dst.name, sel_, w)
         return
     if not isinstance(sel_, int):
         m.fail(ins, "a per-lane byte selector is not emulated")
-    x = (z64(b) << 32) | z64(a)
-    out = 0
+    u64 = np.uint64
+    x = (np.asarray(pb[0]).astype(u64) << u64(32)) | np.asarray(pa[0]).astype(u64)
+    kx = (np.asarray(pb[1]).astype(u64) << u64(32)) | np.asarray(pa[1]).astype(u64)   # the known bits
+    out, known = 0, 0
     for i in range(4):
         s = (sel_ >> (4 * i)) & 0xF
-        byte = (x >> (8 * (s & 7))) & 0xFF
-        if s & 8:
+        byte = ((x >> u64(8 * (s & 7))) & u64(0xFF)).astype(np.int64)
+        kb = ((kx >> u64(8 * (s & 7))) & u64(0xFF)).astype(np.int64)
+        if s & 8:                       # replicate the byte's sign bit
             byte = np.where(byte & 0x80, 0xFF, 0) if isinstance(byte, np.ndarray) else (0xFF if byte & 0x80 else 0)
+            kb = np.where(kb & 0x80, 0xFF, 0) if isinstance(kb, np.ndarray) else (0xFF if kb & 0x80 else 0)
         out = out | (byte << (8 * i))
-    m.put(dst.name, make(out) if isinstance(out, np.ndarray) else out & M32, w)
+        known = known | (kb << (8 * i))
+    out, known = (int(v) if np.ndim(v) == 0 else v for v in (out, known))
+    if not np.all(known == M32):
+        m.put(dst.name, Bits(out & known, known, _unknown(a, b).why), w)
+        return
+    m.put(dst.name, make(out) if np.ndim(out) else int(out) & M32, w)
 
 
 def p2r(m, ins, mask, g, w):
     dst, _, a_o, k_o = ins.ops[:4]
     a, k = m.val(ins, a_o), k_o.value
     bits = 0
+    pre = "UP" if ins.opcode == "UP2UR" else "P"
     for i in range(7):
         if k >> i & 1:
-            p = m.regs.get(f"P{i}", False)
+            p = m.regs.get(f"{pre}{i}", False)
             if isinstance(p, Unknown):
                 m.put(dst.name, p, w)
                 return
@@ -439,6 +523,14 @@ def r2p(m, ins, mask, g, w):
                 continue
             b = (z64(a) >> i) & 1
             m.put(f"P{i}", _collapse(b != 0) if isinstance(b, np.ndarray) else bool(b), w)
+
+
+def bmov(m, ins, mask, g, w):
+    """BMOV saves a convergence barrier to a register (or restores it): reconvergence is not the emulator's
+    business (lanes meet where their addresses meet), so the saved state is simply not computed."""
+    d = ins.ops[0]
+    if d.kind == "reg":
+        m.put(d.name, Unknown(f"a convergence barrier's state (BMOV at /*{ins.pc:04x}*/)"), w)
 
 
 def mov(m, ins, mask, g, w):
@@ -501,6 +593,8 @@ def _mem_op(ins):
 
 
 def ldg(m, ins, mask, g, w):
+    if m._empty(m._and(mask, g)):       # no lane's guard is on: nothing is read or written
+        return
     from .emulator import _bytes
     width = _bytes(ins)
     o = _mem_op(ins)
@@ -509,20 +603,26 @@ def ldg(m, ins, mask, g, w):
     n = m.sectors_of(addr, active, width)
     m.sectors += n
     m.per_pc_sectors[ins.pc] += n
+    m.note_tensor(ins.pc, addr, active)
     if m.tracer:
-        m.tracer(m, ins, "global", "read", active, addr, width)
+        m.tracer.memory(m, ins, "global", "read", active, addr, width)
     for r in _dsts(ins, width):
         m.put(r, Unknown(f"a value loaded from global memory at /*{ins.pc:04x}*/"), w)
 
 
 def stg(m, ins, mask, g, w):
+    if m._empty(m._and(mask, g)):       # no lane's guard is on: nothing is read or written
+        return
     from .emulator import _bytes
     addr = m.address(ins, _mem_op(ins), True)
+    m.note_tensor(ins.pc, addr, m._and(mask, g))
     if m.tracer:
-        m.tracer(m, ins, "global", "write", m._and(mask, g), addr, _bytes(ins))
+        m.tracer.memory(m, ins, "global", "write", m._and(mask, g), addr, _bytes(ins))
 
 
 def ldgsts(m, ins, mask, g, w):
+    if m._empty(m._and(mask, g)):       # no lane's guard is on: nothing is read or written
+        return
     from .emulator import _bytes
     width = _bytes(ins)
     mems = [o for o in ins.ops if o.kind == "mem"]
@@ -532,45 +632,53 @@ def ldgsts(m, ins, mask, g, w):
     n = m.sectors_of(gl, active, width)
     m.sectors += n
     m.per_pc_sectors[ins.pc] += n
+    m.note_tensor(ins.pc, gl, active)
     if m.tracer:
-        m.tracer(m, ins, "global", "read", active, gl, width)
-        m.tracer(m, ins, "shared", "write", active, sh, width)
+        m.tracer.copy(m, ins, active, sh, gl, width)
 
 
 def lds(m, ins, mask, g, w):
+    if m._empty(m._and(mask, g)):       # no lane's guard is on: nothing is read or written
+        return
     from .emulator import _bytes
     width = _bytes(ins)
     addr = m.address(ins, _mem_op(ins), False)
     if m.tracer:
-        m.tracer(m, ins, "shared", "read", m._and(mask, g), addr, width)
+        m.tracer.memory(m, ins, "shared", "read", m._and(mask, g), addr, width)
     for r in _dsts(ins, width):
         m.put(r, Unknown(f"a value loaded from shared memory at /*{ins.pc:04x}*/"), w)
 
 
 def sts(m, ins, mask, g, w):
+    if m._empty(m._and(mask, g)):       # no lane's guard is on: nothing is read or written
+        return
     from .emulator import _bytes
     addr = m.address(ins, _mem_op(ins), False)
     if m.tracer:
-        m.tracer(m, ins, "shared", "write", m._and(mask, g), addr, _bytes(ins))
+        m.tracer.memory(m, ins, "shared", "write", m._and(mask, g), addr, _bytes(ins))
 
 
 def ldl(m, ins, mask, g, w):
+    if m._empty(m._and(mask, g)):       # no lane's guard is on: nothing is read or written
+        return
     from .emulator import _bytes
     width = _bytes(ins)
     addr = m.address(ins, _mem_op(ins), False)
     if m.tracer:
-        m.tracer(m, ins, "local", "read", m._and(mask, g), addr, width)
+        m.tracer.memory(m, ins, "local", "read", m._and(mask, g), addr, width)
     for j, r in enumerate(_dsts(ins, width)):
         v = m.local.get(addr + 4 * j) if isinstance(addr, int) and not m.local_mixed else None
         m.put(r, v if v is not None else Unknown(f"a value loaded from local memory at /*{ins.pc:04x}*/"), w)
 
 
 def stl(m, ins, mask, g, w):
+    if m._empty(m._and(mask, g)):       # no lane's guard is on: nothing is read or written
+        return
     from .emulator import _bytes
     width = _bytes(ins)
     addr = m.address(ins, _mem_op(ins), False)
     if m.tracer:
-        m.tracer(m, ins, "local", "write", m._and(mask, g), addr, width)
+        m.tracer.memory(m, ins, "local", "write", m._and(mask, g), addr, width)
     src = ins.ops[-1]
     if not isinstance(addr, int):
         m.local_mixed = True
@@ -583,11 +691,11 @@ def stl(m, ins, mask, g, w):
 
 
 def register(table: dict) -> None:
-    for op, h in {"IADD3": iadd3, "UIADD3": iadd3, "VIADD": viadd, "IMAD": imad, "UIMAD": imad, "LEA": lea,
+    for op, h in {"IADD3": iadd3, "UIADD3": iadd3, "IDP": idp, "VIADD": viadd, "IMAD": imad, "UIMAD": imad, "LEA": lea,
                   "ULEA": lea, "SHF": shf, "USHF": shf, "LOP3": lop3, "ULOP3": lop3, "PLOP3": plop3,
                   "UPLOP3": plop3, "ISETP": isetp, "UISETP": isetp, "SEL": sel, "USEL": sel, "VIMNMX": minmax,
-                  "VIADDMNMX": minmax, "IMNMX": minmax, "PRMT": prmt, "UPRMT": prmt, "P2R": p2r, "R2P": r2p,
-                  "MOV": mov, "UMOV": mov, "R2UR": mov, "S2R": s2r, "S2UR": s2r, "CS2R": cs2r, "LDC": ldc,
+                  "VIADDMNMX": minmax, "IMNMX": minmax, "PRMT": prmt, "UPRMT": prmt, "P2R": p2r, "UP2UR": p2r, "R2P": r2p,
+                  "BMOV": bmov, "MOV": mov, "UMOV": mov, "R2UR": mov, "S2R": s2r, "S2UR": s2r, "CS2R": cs2r, "LDC": ldc,
                   "ULDC": ldc, "HFMA2": hfma2, "LDG": ldg, "STG": stg, "LDGSTS": ldgsts, "LDS": lds,
                   "STS": sts, "LDL": ldl, "STL": stl}.items():
         table[op] = h

@@ -21,7 +21,7 @@ import numpy as np
 
 from .launch import Launch
 from .parse import Instr, Kernel, Op
-from .values import B32, M32, Lanes, Mixed, Uninit, Unknown, make, merge, pred_not, select, z64
+from .values import B32, M32, Bits, Lanes, Mixed, Uninit, Unknown, make, merge, pred_not, select, z64
 
 WARP = 32
 ALL = "all"                     # a mask: every lane of the chunk
@@ -53,7 +53,7 @@ class Machine:
         self.k, self.launch, self.tracer = kernel, launch, tracer
         T = launch.threads
         self.T, self.nb = T, b1 - b0
-        self.n = n = self.nb * T
+        self.n = self.nb * T
         t = np.tile(np.arange(T, dtype=np.int64), self.nb)
         b = np.repeat(np.arange(b0, b1, dtype=np.int64), T)
         bx, by, _ = launch.block
@@ -77,6 +77,7 @@ class Machine:
         self.sectors = 0
         self.per_pc: Counter = Counter()
         self.per_pc_sectors: Counter = Counter()
+        self.pc_tensor: dict = {}       # pc of a global access -> the tensor its lanes touch
         self._memo: dict = {}
         self.pending: dict = {}         # index -> mask of lanes waiting there
         self.mask = ALL                 # the lanes of the instruction being executed
@@ -132,7 +133,11 @@ class Machine:
         return self._resolve(v)
 
     def _resolve(self, v):
-        """A Mixed value as the current lanes see it: its known part if none of them holds the unknown one."""
+        """A Mixed value as the current lanes see it: its known part if none of them holds the unknown one
+        (and a Bits value whose every bit is known in the current lanes, as a plain value)."""
+        if isinstance(v, Bits) and isinstance(v.known, np.ndarray):
+            k = v.known if self.mask is ALL else v.known[self.mask]
+            return make(v.value) if bool((k == M32).all()) else v
         if not isinstance(v, Mixed):
             return v
         m = self.mask
@@ -292,6 +297,8 @@ class Machine:
             if g is not True:           # only lanes whose guard is on read their operands
                 self.mask = self._and(mask, g)
             h(self, ins, mask, g, wmask)
+            if self.tracer:
+                self.tracer.after(self, ins, mask, g)
             i += 1
 
     # ----------------------------------------------------------- memory ops
@@ -344,6 +351,19 @@ class Machine:
                 return lazy[1].astype(np.int64) + lazy[2] + total
             return ("lazy", lazy[1], lazy[2] + total)
         return total
+
+    def note_tensor(self, pc: int, addr, active) -> None:
+        """Which kernel parameter's tensor a global access touches (read off its first active lane)."""
+        if pc in self.pc_tensor or active is False:
+            return
+        lane = 0 if active is ALL or active is True else int(np.argmax(active))
+        a = int(addr[1][lane]) + addr[2] if isinstance(addr, tuple) else \
+            addr if isinstance(addr, int) else int(addr[lane])
+        for p in self.launch.params:
+            if p.tensor and p.base <= a < p.base + max(p.nbytes, 1):
+                self.pc_tensor[pc] = p.tensor
+                return
+        self.pc_tensor[pc] = "?"
 
     def sectors_of(self, addr, active, width: int) -> int:
         """Distinct 32-byte sectors per request of the active lanes."""

@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 
 _LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
-_LABEL = re.compile(r"^(\.L_x_\d+):")
+_LABEL = re.compile(r"^(\.?[A-Za-z_][\w.]*):$")
 _KERNEL = re.compile(r"^\s*\.section\s+\.text\.([A-Za-z_]\w*),")
 _GUARD = re.compile(r"^@(!?)(U?P[T0-6])\s+")
 _REG = re.compile(r"^(-|~|!)?(\|)?(U?R(?:Z|\d+)|U?P(?:T|\d)|SRZ|PR)(?:\.(64|reuse|H0|H1|B\d|U32|X\d))*\|?$")
@@ -37,6 +37,7 @@ class Instr:
     mods: tuple[str, ...]       # ("E", "128", "CONSTANT") ...
     ops: tuple[Op, ...]
     text: str
+    note: str = ""              # nvdisasm's note, e.g. SpillRefill on a spill or its reload
 
     @property
     def full(self) -> str:
@@ -145,7 +146,9 @@ def parse(listing: str) -> dict[str, Kernel]:
         m = _LINE.match(line)
         if not m or name is None:
             continue
-        pc, body = int(m.group(1), 16), _NOTE.sub("", m.group(2))
+        pc, raw = int(m.group(1), 16), m.group(2)
+        note = _NOTE.search(raw)
+        body = _NOTE.sub("", raw)
         g = _GUARD.match(body)
         guard, gnot = (g.group(2), g.group(1) == "!") if g else ("", False)
         body = body[g.end():] if g else body
@@ -155,6 +158,7 @@ def parse(listing: str) -> dict[str, Kernel]:
             ops = tuple(operand(o) for o in _split_ops(rest)) if rest.strip() else ()
         except ParseError as e:
             raise ParseError(f"cannot read the operand {e} of '{body}' at /*{pc:04x}*/") from None
-        instrs.append(Instr(pc, guard, gnot, parts[0], tuple(parts[1:]), ops, body))
+        instrs.append(Instr(pc, guard, gnot, parts[0], tuple(parts[1:]), ops, body,
+                            note.group(0).strip(' (*")') if note else ""))
     close()
     return kernels

@@ -101,9 +101,32 @@ def prepared_source(code: str) -> str:
                   code, count=1, flags=re.S)
 
 
+def cache_dir() -> Path:
+    """Where compiled cubins are kept, by the hash of their source, compiler and flags."""
+    return Path(os.environ.get("KERNEL_LAB_CACHE", Path.home() / ".cache" / "kernel-lab")) / "cubin"
+
+
 @functools.lru_cache(maxsize=256)
 def compile_cubin(code: str) -> bytes:
-    """The sm_90 cubin of a CUDA C source, from the pinned NVRTC with the pinned flags."""
+    """The sm_90 cubin of a CUDA C source, from the pinned NVRTC with the pinned flags (cached on disk)."""
+    key = hashlib.sha256("\0".join((NVRTC_VERSION, *FLAGS, prepared_source(code))).encode()).hexdigest()
+    path = cache_dir() / f"{key}.cubin"
+    try:
+        return path.read_bytes()
+    except OSError:
+        pass
+    cubin = _compile(code)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(cubin)
+        tmp.replace(path)
+    except OSError:
+        pass                    # a read-only home: compile again next time
+    return cubin
+
+
+def _compile(code: str) -> bytes:
     lib = _nvrtc()
     prog = ctypes.c_void_p()
     src = prepared_source(code).encode()

@@ -29,7 +29,9 @@ class Uninit(Unknown):
 
 class Bits(Unknown):
     """A register of which only some bits are known (nvcc packs predicates into single bits of a register it
-    never initialised). To every instruction but LOP3 it is Unknown; `known` is a mask shared by all lanes."""
+    never initialised, or a 16-bit counter into half of one that holds a float). Bitwise logic, byte
+    permutes and the low bits of sums and products use the known bits; `known` is a mask, an int or one per
+    lane; where it is whole for every lane an instruction reads, the value is simply known."""
     __slots__ = ("value", "known")
 
     def __init__(self, value, known: int, why: str):
@@ -38,13 +40,14 @@ class Bits(Unknown):
 
 
 def bits_of(v):
-    """(value, known-bits mask) of a register value for bitwise logic; None if nothing of it is known."""
+    """(value, known-bits mask) of a register value for bitwise logic (an Unknown knows none of its bits)."""
     if isinstance(v, Bits):
         return v.value, v.known
-    if isinstance(v, Uninit):
-        return 0, 0
+    if isinstance(v, Mixed):                    # known in some lanes: every bit of those, none of the others
+        x, k = bits_of(v.known)
+        return x, np.where(v.unk, 0, k)
     if isinstance(v, Unknown):
-        return None
+        return 0, 0
     return (v.mat().astype(np.int64) if isinstance(v, Lanes) else v), M32
 
 
@@ -63,8 +66,7 @@ def merge(w, new, old):
         return new
     if isinstance(new, Bits) or isinstance(old, Bits):
         a, b = bits_of(new), bits_of(old)
-        if a is not None and b is not None:
-            return Bits(np.where(w, a[0], b[0]), a[1] & b[1], (new if isinstance(new, Bits) else old).why)
+        return Bits(np.where(w, a[0], b[0]), np.where(w, a[1], b[1]), (new if isinstance(new, Bits) else old).why)
     if isinstance(new, Unknown) and isinstance(old, Unknown):
         return new
     nk, nu = _parts(new, w)

@@ -25,6 +25,7 @@ from kernels import build, fpga, results
 from kernels import knobs as K
 from kernels.ops import OPS
 from kernels.records import Counts
+from kernels.sass import NCU
 
 from .recorded import bench_tables
 
@@ -162,6 +163,55 @@ def _trace(op: str, shape_items: tuple, tiny_knobs, target: str):
     return traffic.trace(op, dict(shape_items), tiny_knobs, target)
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def sass_table(op: str, shape_items: tuple, knobs, emulated: bool) -> tuple[pd.DataFrame, str]:
+    """(one row per memory instruction: kernel, address, instruction, tensor, warps executed, sectors; the
+    whole listing). Execution counts only once the emulation is done (`emulated`)."""
+    from kernels import sass
+    from kernels.sass.emulator import CLASSES
+    shape = dict(shape_items)
+    c = sass.compiled(op, shape, knobs)
+    m = sass.machine_counts(op, shape, knobs) if emulated else None
+    rows = []
+    for name, k in c.kernels.items():
+        for ins in k.instrs:
+            if ins.opcode not in CLASSES:
+                continue
+            level = {"LDG": "global", "STG": "global", "LDGSTS": "global → shared", "LDL": "local",
+                     "STL": "local"}.get(ins.opcode, "shared")
+            guard = f"@{'!' if ins.guard_not else ''}{ins.guard} " if ins.guard else ""
+            rows.append({"kernel": name, "address": f"{ins.pc:04x}", "instruction": guard + ins.text,
+                         "level": level,
+                         "tensor": (m.pc_tensor.get(name, {}).get(ins.pc, "") if m else "") or
+                         ("(spill)" if ins.note == "SpillRefill" else ""),
+                         "executed (warps)": m.per_pc.get(name, {}).get(ins.pc, 0) if m else None,
+                         "sectors": m.per_pc_sectors.get(name, {}).get(ins.pc) if m else None})
+    return pd.DataFrame(rows), c.listing
+
+
+def machine_tile(op: str, knobs):
+    """(tiny shape, tiny knobs, Trace) of the drawable tile as the compiled SASS executes it (CUDA)."""
+    s, k = traffic.tiny(op, knobs, "cuda")
+    return s, k, _machine_trace(op, tuple(s.items()), k)
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _machine_trace(op: str, shape_items: tuple, tiny_knobs):
+    from kernels.sass.trace import machine_trace
+    return machine_trace(op, dict(shape_items), tiny_knobs)
+
+
+def machine_figure(op: str, knobs, block: int | None, thread: int | None):
+    s, k, _ = machine_tile(op, knobs)
+    return _machine_figure(op, tuple(s.items()), k, block, thread)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _machine_figure(op: str, shape_items: tuple, tiny_knobs, block: int | None, thread: int | None):
+    return viz.tile_animation(_machine_trace(op, shape_items, tiny_knobs), thread=thread, block=block,
+                              words=words("cuda"))
+
+
 class Pending(Exception):
     """Full-size counts still being computed in the background."""
 
@@ -174,13 +224,16 @@ class FpgaCounts(Counts):
     report: dict = field(default_factory=dict)
 
 
-def count(op: str, shape: dict, knobs, target: str):
-    """Full-size counts: the simulator's (traffic.counts), or on fpga the accelerator simulator's."""
+def count(op: str, shape: dict, knobs, target: str, machine: bool = False):
+    """Full-size counts: the TensorIR's (traffic.counts), with `machine` the emulated SASS's too (CUDA), or on
+    fpga the accelerator simulator's."""
     if target == "fpga":
         c = fpga.levels(op, shape, knobs)
         timing, report = fpga.time_breakdown(op, shape, knobs), fpga.simulate(op, shape, knobs).as_dict()
         return FpgaCounts(**{f.name: getattr(c, f.name) for f in fields(c)}, timing=timing, report=report)
-    return traffic.counts(op, shape, knobs, target)
+    key = (op, tuple(shape.items()), knobs, target, machine)
+    return traffic.counts(op, shape, knobs, target, machine=machine,
+                          progress=lambda f: PROGRESS.__setitem__(key, f))
 
 
 # Full-size counts usually take milliseconds, but some large shapes take minutes; they run on one
@@ -190,6 +243,7 @@ def count(op: str, shape: dict, knobs, target: str):
 _QUEUE: queue.Queue = queue.Queue()
 _JOBS: dict[tuple, Future] = {}
 _JOBS_LOCK = threading.Lock()
+PROGRESS: dict = {}                 # job key -> fraction of the machine's emulation done
 
 
 def _worker() -> None:
@@ -205,14 +259,14 @@ def _worker() -> None:
 threading.Thread(target=_worker, daemon=True, name="full-counts").start()
 
 
-def full_counts(op: str, shape_items: tuple, knobs, target: str, wait: float = 1.0):
+def full_counts(op: str, shape_items: tuple, knobs, target: str, wait: float = 1.0, machine: bool = False):
     """Counts at full size, or raises Pending after `wait` seconds (the job keeps running; ask again)."""
-    key = (op, shape_items, knobs, target)
+    key = (op, shape_items, knobs, target, machine)
     with _JOBS_LOCK:
         job = _JOBS.get(key)
         if job is None or job.cancelled():
             job = _JOBS[key] = Future()
-            _QUEUE.put((job, (op, dict(shape_items), knobs, target)))
+            _QUEUE.put((job, (op, dict(shape_items), knobs, target, machine)))
     try:
         return job.result(timeout=max(wait, 0.0))
     except FutureTimeout:

@@ -13,6 +13,12 @@ PIPE = "tile_m=32,tile_n=32,patch_m=4,patch_n=4,k_split=8,cache_a=shared+local,c
        "unroll=4096,pipeline=true"
 
 
+def _counted(op, shape, knobs, target):
+    """What a change of knobs could change: the TensorIR's counts and the machine's (not the SASS's hash)."""
+    c = traffic.counts(op, shape, knobs, target)
+    return c.per_tensor, c.instructions, c.ncu, c.differences
+
+
 @pytest.mark.parametrize("stages", [2, 3])
 def test_async_copy_emits_cp_async_into_stage_buffers(stages):
     s = {"M": 64, "N": 64, "K": 64}
@@ -50,7 +56,7 @@ def test_interleave_pads_a_and_keeps_every_count(knobs, a_floats):
     assert f"float A_shared_ptr[{a_floats}]" in src and "cp_async" in src
     plain = resolve("gemm", "cuda", s, None, f"{knobs},{INTER.replace('interleave=true', 'interleave=false')}")
     # the same instructions, only other shared addresses: every predicted count is unchanged
-    assert traffic.counts("gemm", s, k, "cuda").as_dict() == traffic.counts("gemm", s, plain, "cuda").as_dict()
+    assert _counted("gemm", s, k, "cuda") == _counted("gemm", s, plain, "cuda")
 
 
 @pytest.mark.parametrize("knobs", ["tile_m=32,tile_n=32,patch_m=4,patch_n=4,k_split=8",
@@ -68,14 +74,19 @@ def test_interleaved_kernel_computes_the_reference_where_n_and_k_do_not_divide(k
     ("conv1d", {"M": 64, "N": 512}, "tile=8,patch=1,k_threads=32,cache_a=global,cache_w=global,cache_c=global",
      256, 4),
 ])
-def test_min_blocks_writes_launch_bounds_and_changes_no_count(op, shape, knobs, threads, blocks):
-    """min_blocks only tells ptxas how many blocks must fit on an SM: the kernel is the same TensorIR."""
+def test_min_blocks_writes_launch_bounds_and_changes_only_the_registers(op, shape, knobs, threads, blocks):
+    """min_blocks only tells ptxas how many blocks must fit on an SM: the kernel is the same TensorIR. The
+    machine may differ: where the cap is below what the kernel needs, ptxas spills to local memory (the 8x4
+    GEMM at 6 blocks of 128 threads: 85 registers)."""
     k = resolve(op, "cuda", shape, None, f"{knobs},min_blocks={blocks}")
     plain = resolve(op, "cuda", shape, None, knobs)
     assert f"__launch_bounds__({threads}, {blocks})" in build.source(op, shape, k, "cuda", "cuda")
     assert f"__launch_bounds__({threads})" in build.source(op, shape, plain, "cuda", "cuda")
     assert build.source(op, shape, k, "cuda", "lowered") == build.source(op, shape, plain, "cuda", "lowered")
-    assert traffic.counts(op, shape, k, "cuda").as_dict() == traffic.counts(op, shape, plain, "cuda").as_dict()
+    capped, free = traffic.counts(op, shape, k, "cuda"), traffic.counts(op, shape, plain, "cuda")
+    assert (capped.per_tensor, capped.instructions) == (free.per_tensor, free.instructions)
+    spills = capped.ncu["smsp__inst_executed_op_local_st.sum"]
+    assert free.ncu["smsp__inst_executed_op_local_st.sum"] == 0 and (spills > 0) == (op == "gemm")
     cap = 65536 // (threads * blocks) // 8 * 8
     assert any(f"within {min(cap, 255)} registers" in s for s in build.create(op, shape, k, "cuda")[1].lines)
 
@@ -87,7 +98,7 @@ def test_group_m_reorders_the_blocks_and_changes_no_count():
     base = "tile_m=32,tile_n=32,patch_m=4,patch_n=4,k_split=8,cache_a=shared+local,cache_b=shared+local"
     k = resolve("gemm", "cuda", s, None, f"{base},group_m=2")
     plain = resolve("gemm", "cuda", s, None, base)
-    assert traffic.counts("gemm", s, k, "cuda").as_dict() == traffic.counts("gemm", s, plain, "cuda").as_dict()
+    assert _counted("gemm", s, k, "cuda") == _counted("gemm", s, plain, "cuda")
     assert traffic.simulate("gemm", s, k, "cuda") < 1e-4
     grouped, rowwise = (build.source("gemm", s, x, "cuda", "lowered") for x in (k, plain))
     # block b: group b // 6 (2 rows x 3 columns), column b % 6 // 2, row b % 2 of the group; row-major: b // 3, b % 3
@@ -130,12 +141,12 @@ def test_one_barrier_changes_no_count_and_computes_the_reference_where_tiles_do_
     for stages in (2, 3):
         k = resolve("gemm", "cuda", s, None, f"{PIPE},async_copy=true,stages={stages},one_barrier=true")
         plain = resolve("gemm", "cuda", s, None, f"{PIPE},async_copy=true,stages={stages}")
-        assert traffic.counts("gemm", s, k, "cuda").as_dict() == traffic.counts("gemm", s, plain, "cuda").as_dict()
+        assert _counted("gemm", s, k, "cuda") == _counted("gemm", s, plain, "cuda")
         assert traffic.simulate("gemm", s, k, "cuda") < 1e-4
         assert build.source("gemm", s, k, "cuda", "lowered") != build.source("gemm", s, plain, "cuda", "lowered")
     big = {"M": 1000, "N": 1000, "K": 1000}           # guarded copies: the same counts with the merged barrier
-    assert traffic.counts("gemm", big, resolve("gemm", "cuda", big, "best"), "cuda").as_dict() == traffic.counts(
-        "gemm", big, resolve("gemm", "cuda", big, "best", "one_barrier=false"), "cuda").as_dict()
+    assert _counted("gemm", big, resolve("gemm", "cuda", big, "best"), "cuda") == _counted(
+        "gemm", big, resolve("gemm", "cuda", big, "best", "one_barrier=false"), "cuda")
 
 
 @pytest.mark.parametrize("stages, at", [(3, 1.0), (2, 0.5)])

@@ -52,6 +52,6 @@ def test_describe_reads_like_the_seed():
 def test_intensity_is_flops_per_byte_at_each_level():
     c = Counts(per_tensor={"A": {"global": {"read": 10, "write": 0}, "shared": {"read": 0, "write": 0},
                                  "register": {"read": 40, "write": 0}}},
-               instructions={}, ncu={}, effects=(), flops=80, min_bytes=40)
+               instructions={}, ncu={}, differences=(), flops=80, min_bytes=40)
     assert c.intensity()["global"] == 2.0 and c.intensity()["register"] == 0.5
     assert np.isclose(c.level_totals()["register"], 40)

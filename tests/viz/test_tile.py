@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 from handmade import gemm_trace
 from kernels.records import Access, Trace, totals
 import viz
-from viz import LEVEL_COLORS, frames, tile_animation
+from viz import LEVEL_COLORS, LEVELS, frames, tile_animation
 from viz._grid import layout
 from viz.tile import CODE_COLORS, NOW, PAST, SYNC
 
@@ -102,7 +102,7 @@ def test_the_figure_is_valid_plotly_and_colour_per_level_uses_no_template(shared
     go.Figure(fig.to_dict())                                        # full validation of data, layout, frames
     assert fig.to_dict()["layout"]["template"] == {}
     legend = {d.name: d.marker.color for d in fig.data[1:] if d.showlegend}
-    assert all(legend[lvl] == c for lvl, c in LEVEL_COLORS.items())
+    assert all(legend[lvl] == LEVEL_COLORS[lvl] for lvl in LEVELS) and "local" not in legend    # no spills here
 
 
 def test_a_click_on_an_output_cell_finds_the_thread_that_writes_it(shared_trace):

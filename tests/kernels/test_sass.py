@@ -1,0 +1,170 @@
+"""The machine's view: the pinned toolchain, the SASS parser, and the emulator on hand-written SASS and on
+compiled kernels whose Nsight Compute counters are recorded (data/ncu_h200.csv)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kernels import hwcheck, sass, traffic
+from kernels.knobs import preset, resolve
+from kernels.sass import toolchain
+from kernels.sass.emulator import EmulationError, Machine
+from kernels.sass.launch import Launch, Param
+from kernels.sass.parse import parse
+
+A, B = 0x7F00_0000_0000, 0x7F00_0020_0000
+
+
+def listing(*lines: str, name: str = "k") -> str:
+    """An nvdisasm-style listing: instructions get addresses, 'L:' lines are labels."""
+    out, pc = [f"\t.section\t.text.{name},\"ax\",@progbits"], 0
+    for ln in lines:
+        if ln.endswith(":"):
+            out.append(ln)
+        else:
+            out.append(f"        /*{pc:04x}*/                   {ln} ;")
+            pc += 16
+    return "\n".join(out)
+
+
+def run(text: str, grid=1, block=32, **kw) -> Machine:
+    k = parse(text)["k"]
+    ln = Launch("k", (grid, 1, 1), (block, 1, 1),
+                (Param("A_ptr", "A", 0x210, 8, A, 1 << 20), Param("B_ptr", "B", 0x218, 8, B, 1 << 20)))
+    m = Machine(k, ln, 0, grid, **kw)
+    m.run()
+    return m
+
+
+# a[tid] = b[tid], over 4-byte elements: the pointer arithmetic nvcc emits for it
+COPY = ["S2R R0, SR_TID.X", "LDC.64 R2, c[0x0][0x218]", "LDC.64 R4, c[0x0][0x210]", "ULDC.64 UR4, c[0x0][0x208]",
+        "IMAD.WIDE R2, R0, 0x4, R2", "IMAD.WIDE R4, R0, 0x4, R4", "LDG.E R7, desc[UR4][R2.64]",
+        "STG.E desc[UR4][R4.64], R7", "EXIT"]
+
+
+def test_toolchain_compiles_an_sm90_cubin_whose_hash_is_its_machine_code():
+    s = {"M": 64, "N": 64, "K": 64}
+    src = traffic_source("gemm", s, "seed")
+    cubin = toolchain.compile_cubin(src)
+    assert cubin[:4] == b"\x7fELF" and list(toolchain.text_sections(cubin)) == ["main_kernel"]
+    assert toolchain.sass_hash(cubin) == toolchain.sass_hash(toolchain._compile(src))    # deterministic
+    assert "SR_TID.X" in toolchain.disassemble(cubin)
+    assert toolchain.nvrtc_version().endswith(f"(nvidia-cuda-nvrtc {toolchain.NVRTC_VERSION})")
+
+
+def traffic_source(op, s, name):
+    from kernels import build
+    return build.source(op, s, preset(op, "cuda", name, s), "cuda", "cuda")
+
+
+def test_cubins_are_cached_on_disk_by_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_CACHE", str(tmp_path))
+    src = traffic_source("conv1d", {"M": 100, "N": 7}, "naive") + "\n// a source never compiled before\n"
+    first = toolchain.compile_cubin.__wrapped__(src)
+    assert len(list((tmp_path / "cubin").glob("*.cubin"))) == 1
+    monkeypatch.setattr(toolchain, "_compile", lambda code: pytest.fail("compiled again"))
+    assert toolchain.compile_cubin.__wrapped__(src) == first
+
+
+def test_parser_reads_guards_operands_labels_and_notes():
+    k = parse(listing("@!P0 LDG.E.128.CONSTANT R4, desc[UR6][R2.64+-0x40]", "L0:",
+                      "@P1 BRA `(L0)", 'LDL.LU R0, [R1+0xc]                (*"SpillRefill"*)'))["k"]
+    ldg, bra, ldl = k.instrs
+    assert (ldg.guard, ldg.guard_not, ldg.opcode, ldg.mods) == ("P0", True, "LDG", ("E", "128", "CONSTANT"))
+    mem = ldg.ops[1]
+    assert (mem.kind, mem.name, mem.regs, mem.value, mem.wide) == ("mem", "UR6", ("R2",), -0x40, True)
+    assert k.labels == {"L0": 1} and bra.ops[0].name == "L0"
+    assert ldl.note == "SpillRefill" and ldl.ops[1].value == 0xC
+
+
+def test_a_coalesced_copy_counts_one_load_one_store_and_four_sectors_per_warp():
+    m = run(listing(*COPY), grid=3, block=64)
+    assert m.counts == {"global_ld": 6, "global_st": 6}
+    assert m.sectors == 6 * 4                       # 32 lanes x 4 bytes = 4 sectors a warp
+    assert m.pc_tensor == {0x60: "B", 0x70: "A"}
+
+
+def test_a_warp_counts_an_instruction_whose_guard_is_off_in_every_lane():
+    m = run(listing("ISETP.GT.AND P0, PT, RZ, 0x1, PT", "@P0 LDS RZ, [RZ]", "@!PT LDS RZ, [RZ]", "EXIT"), block=96)
+    assert m.counts["shared_ld"] == 2 * 3
+
+
+def test_divergent_lanes_run_both_sides_and_reconverge():
+    # lanes 0-15 of each warp take the branch; both arms load once per warp, the join is reached once
+    m = run(listing("S2R R0, SR_TID.X", "LOP3.LUT R1, R0, 0x10, RZ, 0xc0, !PT", "ISETP.NE.AND P0, PT, R1, RZ, PT",
+                    "BSSY B0, `(J)", "@P0 BRA `(T)", "LDS R2, [RZ]", "BRA `(J)", "T:", "LDS R3, [RZ+0x4]", "J:",
+                    "BSYNC B0", "STS [RZ], RZ", "EXIT"), block=64)
+    assert m.counts == {"shared_ld": 4, "shared_st": 2}
+
+
+def test_a_loop_runs_its_trip_count_and_the_pointer_moves_lazily():
+    m = run(listing(*COPY[:6], "MOV R8, RZ", "L:", "LDG.E R7, desc[UR4][R2.64]", "IADD3 R2, P1, R2, 0x80, RZ",
+                    "IADD3.X R3, RZ, R3, RZ, P1, !PT", "IADD3 R8, R8, 0x1, RZ", "ISETP.NE.AND P0, PT, R8, 0x64, PT",
+                    "@P0 BRA `(L)", "EXIT"), grid=2, block=32)
+    assert m.counts["global_ld"] == 2 * 100 and m.sectors == 2 * 100 * 4
+
+
+def test_imad_hi_adds_the_register_pair_and_hfma2_packs_its_halves():
+    # signed division by 28: IMAD.HI with the pair R5:R4 = x << 32 (the compiler's way to add x)
+    m = run(listing("S2R R5, SR_TID.X", "IMAD.MOV.U32 R4, RZ, RZ, RZ", "IMAD.HI R0, R5, -0x6db6db6d, R4",
+                    "SHF.R.U32.HI R3, RZ, 0x1f, R0", "LEA.HI.SX32 R3, R0, R3, 0x1c",
+                    "HFMA2.MMA R6, -RZ, RZ, 0, 2.384185791015625e-07", "EXIT"), block=128)
+    assert np.array_equal(m.regs["R3"].mat(), np.arange(128) // 28)
+    assert m.regs["R6"] == 4
+
+
+def test_an_address_from_a_loaded_value_stops_the_run_with_a_sentence():
+    with pytest.raises(EmulationError, match=r"/\*0070\*/ LDG.*its address depends on a value loaded from global "
+                                             r"memory at /\*0060\*/, which the emulator does not compute"):
+        run(listing(*COPY[:6], "LDG.E R2, desc[UR4][R2.64]", "LDG.E R7, desc[UR4][R2.64]", "EXIT"))
+
+
+def test_bits_nvcc_packs_into_a_register_it_never_wrote_are_known():
+    # predicates kept in bits of R9, read back with LOP3: the other bits were never written
+    m = run(listing("S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x10, PT", "LOP3.LUT R9, R9, 0xfffffffe, RZ, 0xc0, !PT",
+                    "@P0 LOP3.LUT R9, R9, 0x1, RZ, 0xfc, !PT", "PRMT R9, R9, 0x5410, RZ",
+                    "LOP3.LUT P1, RZ, R9, 0x1, RZ, 0xc0, !PT", "@P1 STS [RZ], RZ", "@P1 BRA `(E)", "STS [RZ], RZ",
+                    "E:", "EXIT"), block=64)
+    assert m.counts["shared_st"] == 2 + 1           # lanes 16-63 branch: warp 0 diverges, warp 1 does not
+
+
+def test_chunks_of_blocks_add_up_to_the_whole_grid(monkeypatch):
+    s = {"M": 100, "N": 100, "K": 37}
+    k = resolve("gemm", "cuda", s, "seed", None)
+    whole = sass.machine_counts("gemm", s, k)
+    monkeypatch.setattr(sass, "LANES", 512)
+    sass._DONE.clear()
+    assert sass.machine_counts("gemm", s, k).ncu == whole.ncu
+
+
+QUICK = [("conv1d", "seed", '{"M": 1024, "N": 1024}'), ("dwconv2d", "best", '{"B": 3, "C": 4, "H": 100, "W": 100, "K": 5}'),
+         ("dwsep_conv2d", "best", '{"B": 2, "C": 6, "H": 50, "W": 50, "K": 3, "F": 10}'),
+         ("gemm", "seed", '{"M": 1024, "N": 1024, "K": 1024}')]
+
+
+@pytest.mark.parametrize("op,name,shape", QUICK)
+def test_the_emulated_sass_reproduces_recorded_counters(op, name, shape):
+    t = hwcheck.recorded()
+    r = t[(t.op == op) & (t.preset == name) & (t["shape"] == shape)].iloc[0]
+    s = json.loads(shape)
+    m = sass.machine_counts(op, s, resolve(op, "cuda", s, None, r["knobs"]))
+    for metric in hwcheck.METRICS:
+        if metric in r and not np.isnan(r[metric]):
+            assert hwcheck.agrees(metric, m.ncu[metric], int(r[metric])), metric
+
+
+@pytest.mark.slow
+def test_the_emulator_reproduces_the_stored_predictions_of_every_recorded_kernel():
+    stored = json.load(open(hwcheck.PREDICTED))["kernels"]
+    for key, v in hwcheck.predict_all().items():
+        assert stored[key] == v, key
+
+
+def test_a_spilling_kernel_shows_local_memory_and_says_why():
+    s = {"M": 256, "N": 256, "K": 256}
+    k = resolve("gemm", "cuda", s, None, "tile_m=64,tile_n=64,patch_m=8,patch_n=8,k_split=16,cache_c=global")
+    c = traffic.counts("gemm", s, k, "cuda")
+    assert c.ncu["smsp__inst_executed_op_local_ld.sum"] > 0 and c.ncu["smsp__inst_executed_op_local_st.sum"] > 0
+    assert any(d.startswith("Local memory:") for d in c.differences)
