@@ -66,6 +66,10 @@ def cmd_run(a):
     why = build.target_available(a.target)
     if why:
         _fail(why + " Use --target cpu, or run on a machine with a GPU.")
+    from .limits import memory_problems
+    too_big = memory_problems(a.op, shape, a.target, build.free_device_bytes(a.target))
+    if too_big:
+        _fail(too_big[0])
     r = build.run(a.op, shape, knobs, a.target, repeat=a.repeat)
     if a.record:
         results.record(r, preset=a.preset or "")

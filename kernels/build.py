@@ -97,6 +97,17 @@ def device_name(target: str) -> str:
     return f"{model} ({os.cpu_count()} cores)"
 
 
+def free_device_bytes(target: str) -> int | None:
+    """Free memory of the GPU (None on other targets, or where it cannot be read)."""
+    if target != "cuda":
+        return None
+    torch = _torch()
+    try:
+        return int(torch.cuda.mem_get_info()[0]) if torch is not None and torch.cuda.is_available() else None
+    except Exception:       # noqa: BLE001
+        return None
+
+
 def versions() -> str:
     out = f"tvm {tvm.__version__}, numpy {np.__version__}"
     torch = _torch()

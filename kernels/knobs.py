@@ -958,6 +958,10 @@ def parse_shape(op: str, text: str) -> Shape:
     rules = OPS[op].shape_rules(shape)
     if rules:
         raise KnobError(rules)
+    from .limits import index_problems
+    too_big = index_problems(op, shape)
+    if too_big:
+        raise KnobError(too_big)
     return shape
 
 
