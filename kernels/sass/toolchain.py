@@ -186,6 +186,9 @@ def disassemble(cubin: bytes) -> str:
     return r.stdout
 
 
+HANDED_TO_TVM: list[str] = []      # sass_hash of every cubin this process gave TVM to load, in order
+
+
 def install_tvm_callback() -> None:
     """Make TVM compile every CUDA module with compile_cubin (on a machine with a GPU; without one TVM keeps
     the source and never calls it)."""
@@ -193,4 +196,6 @@ def install_tvm_callback() -> None:
 
     @tvm_ffi.register_global_func("tvm_callback_cuda_compile", override=True)
     def _compile(code):
-        return bytearray(compile_cubin(code))
+        cubin = compile_cubin(code)
+        HANDED_TO_TVM.append(sass_hash(cubin))
+        return bytearray(cubin)
