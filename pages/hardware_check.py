@@ -86,7 +86,7 @@ def table(df: pd.DataFrame) -> None:
     part = part[part["metric"].isin(metrics)] if metrics else part
     part = part[~part["within"]] if outside else part
     shown = part[["op", "shape", "preset", "metric", "measured", "predicted", "rel_diff", "allowed", "within",
-                  "tiles_divide", "knobs", "ncu_metric"]]
+                  "knobs", "ncu_metric"]]
     st.dataframe(shown, hide_index=True, width="stretch", column_config={
         "measured": st.column_config.NumberColumn("measured (ncu)", format="localized"),
         "predicted": st.column_config.NumberColumn("predicted", format="localized"),

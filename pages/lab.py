@@ -77,6 +77,14 @@ def poll_counts(keys: set) -> None:
     st.caption(":material/hourglass_top: Counting at full size in the background; the page redraws when done.")
 
 
+@st.fragment(run_every=1.0)
+def poll_comparisons(jobs: list, done: int) -> None:
+    """While the comparison kernels time in the background, a progress bar; the page redraws when one lands."""
+    if sum(j.done() for j in jobs) != done:
+        st.rerun()
+    st.progress(done / len(jobs), text=f"Timing the comparisons in the background: {done} of {len(jobs)} done")
+
+
 def num(x: float):
     return int(x) if float(x).is_integer() else round(float(x), 2)
 
@@ -162,7 +170,8 @@ def tile_section(v: View):
         help="The SASS replay emulates the compiled kernel of the drawable tile lane by lane: registers nvcc "
              "kept, loads it merged, and local memory (spills) as a level of its own.").startswith("SASS")
     try:
-        tshape, tknobs, tile = L.machine_tile(v.op, v.knobs) if machine else L.tile_trace(v.op, v.knobs, v.target)
+        tshape, tknobs, tile = L.machine_tile(v.op, v.knobs, v.shape) if machine else \
+            L.tile_trace(v.op, v.knobs, v.target)
     except Exception as e:      # noqa: BLE001
         for s in L.sentences(e):
             st.error(f"The {'machine' if machine else 'simulator'} could not trace this schedule: {s}")
@@ -194,7 +203,8 @@ def tile_section(v: View):
             ss["lab_block"], ss["lab_thread"] = got
 
     b_, t_ = None if blk == "all" else blk, None if thr == "all" else thr
-    fig = L.machine_figure(v.op, v.knobs, b_, t_) if machine else L.tile_figure(v.op, v.knobs, v.target, b_, t_)
+    fig = L.machine_figure(v.op, v.knobs, v.shape, b_, t_) if machine else \
+        L.tile_figure(v.op, v.knobs, v.target, b_, t_)
     if machine:
         st.caption("Each access is one lane of one SASS instruction, its address mapped back to the tensor "
                    "element; shared, register and local accesses show the element whose value they hold."
@@ -278,6 +288,8 @@ def counts_section(v: View, drawn) -> None:
                "machine's view below counts what the compiled kernel executes.")
     if v.target == "cuda":
         machine_section(v)
+    for note in counts.differences if v.target == "fpga" else ():
+        st.caption(f"Simulated: {note}")
 
 
 def machine_section(v: View) -> None:
@@ -407,28 +419,18 @@ def kernel_section(v: View) -> dict | None:
     sim = v.target == "fpga"
     if st.button("Compile & run", type="primary", key="lab_run",
                  help="Run this schedule in the accelerator simulator, check it against the float64 reference and "
-                      "take its simulated time (cycles / clock), with the baseline and naive presets too (all "
-                      "cached)." if sim else
-                      "Compile this schedule, check it against the float64 reference, time it, and time the "
-                      "baseline and naive presets too (all cached)."):
+                      "take its simulated time (cycles / clock); then the baseline and naive presets (all cached)."
+                 if sim else
+                      "Compile this schedule, check it against the float64 reference and time it; the baseline and "
+                      "naive presets are timed after it in the background (or taken from the results store when "
+                      "this device measured them already)."):
         with st.status("Simulating and verifying…" if sim else "Compiling, verifying and timing…",
                        expanded=True) as status:
             try:
-                got = {}
-                for label, k, pname in (("current", v.knobs, "" if v.edited else v.preset),
-                                        ("baseline", K.preset(v.op, v.target, "baseline", v.shape), "baseline"),
-                                        ("naive", K.preset(v.op, v.target, "naive", v.shape), "naive")):
-                    st.write(f"{label}: `{K.knobs_text(k)}`")
-                    try:
-                        if sim:             # the full-size count job runs the same simulation: wait for it, once
-                            counts_of(v, k, 600)
-                        got[label] = L.run(v.op, v.key[1], k, v.target, pname)
-                    except Exception as e:  # noqa: BLE001 - the current kernel's failure fails the run
-                        if label == "current":
-                            raise
-                        st.caption(f"{label}: {' '.join(L.sentences(e))}")
-                        got[f"{label}_why"] = " ".join(L.sentences(e))
-                runs[v.key] = got
+                st.write(f"current: `{K.knobs_text(v.knobs)}`")
+                if sim:                 # the full-size count job runs the same simulation: wait for it, once
+                    counts_of(v, v.knobs, 600)
+                runs[v.key] = {"current": L.run(v.op, v.key[1], v.knobs, v.target, "" if v.edited else v.preset)}
                 status.update(label="Simulated and verified" if sim else "Compiled, verified and timed",
                               state="complete", expanded=False)
             except Exception as e:  # noqa: BLE001
@@ -441,10 +443,17 @@ def kernel_section(v: View) -> dict | None:
         m = st.columns(4) + st.columns(4)[:3]
         sim_ = " (simulated)" if sim else ""
 
+        others = {label: L.comparison(v.op, v.key[1], K.preset(v.op, v.target, label, v.shape), v.target, label)
+                  for label in ("baseline", "naive")}
+
         def speedup(label):
-            if label in got:
-                return f"{got[label].median_ms / r.median_ms:.2f}x"
-            return "n/a"
+            job = others[label]
+            if not job.done():
+                return "timing…"
+            if job.exception() is not None:
+                got[f"{label}_why"] = " ".join(L.sentences(job.exception()))
+                return "n/a"
+            return f"{job.result() / r.median_ms:.2f}x"
 
         m[0].metric("Verified", "ok" if r.ok else "FAILED", f"rel. err {r.rel_err:.1e}", delta_color="off")
         if sim:
@@ -457,6 +466,9 @@ def kernel_section(v: View) -> dict | None:
                     help="minimum bytes (each input read once, the output written once) per second")
         for i, label in ((4, "baseline"), (5, "naive")):
             m[i].metric(f"vs {label}", speedup(label), help=got.get(f"{label}_why"))
+        done = sum(job.done() for job in others.values())
+        if done < len(others):
+            poll_comparisons(list(others.values()), done)
         if sim:
             peak = L.fpga_ceilings()[0][1]
             m[6].metric("of the core's peak", f"{r.gflops / peak:.0%}",

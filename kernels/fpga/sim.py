@@ -338,7 +338,7 @@ def levels(op: str, shape: Shape, knobs, accel: Accel = DEFAULT) -> Counts:
     r = simulate(op, shape, knobs, accel)
     return Counts(per_tensor=r.per_tensor,
                   instructions={**{f"{k}_instructions": v for k, v in r.instructions.items()}, "core_ops": r.core_ops},
-                  ncu={}, effects=(f"simulated on the {accel.name}: levels are {', '.join(LEVEL_NAMES.values())}",
+                  ncu={}, differences=(f"simulated on the {accel.name}: levels are {', '.join(LEVEL_NAMES.values())}",
                                    "a GEMM-core operation reads each operand element once per operation"),
                   flops=OPS[op].flops(shape), min_bytes=OPS[op].min_bytes(shape), blocks=1, threads=1,
                   method="fpga simulator: the lowered TensorIR executed instruction by instruction")

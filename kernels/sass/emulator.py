@@ -199,6 +199,8 @@ class Machine:
     def put(self, name: str, v, wmask):
         if name in ("RZ", "URZ", "PT", "UPT"):
             return
+        if isinstance(v, Bits) and name.startswith(("P", "UP")):   # a predicate is one bit, known or not
+            v = Unknown(v.why)
         if wmask is True:
             self.regs[name] = v
             return

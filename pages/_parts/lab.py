@@ -189,9 +189,14 @@ def sass_table(op: str, shape_items: tuple, knobs, emulated: bool) -> tuple[pd.D
     return pd.DataFrame(rows), c.listing
 
 
-def machine_tile(op: str, knobs):
-    """(tiny shape, tiny knobs, Trace) of the drawable tile as the compiled SASS executes it (CUDA)."""
-    s, k = traffic.tiny(op, knobs, "cuda")
+def machine_tile(op: str, knobs, shape: dict | None = None):
+    """(shape, knobs, Trace) of the drawable tile as the compiled SASS executes it (CUDA): the kernel itself
+    where its shape is small enough to draw (so what nvcc does to exactly these knobs, spills included, is
+    what plays), else the knobs scaled down to the tile."""
+    if shape is not None and int(np.prod(OPS[op].output_shape(shape))) <= traffic.TILE_LIMIT:
+        s, k = dict(shape), knobs
+    else:
+        s, k = traffic.tiny(op, knobs, "cuda")
     return s, k, _machine_trace(op, tuple(s.items()), k)
 
 
@@ -201,8 +206,8 @@ def _machine_trace(op: str, shape_items: tuple, tiny_knobs):
     return machine_trace(op, dict(shape_items), tiny_knobs)
 
 
-def machine_figure(op: str, knobs, block: int | None, thread: int | None):
-    s, k, _ = machine_tile(op, knobs)
+def machine_figure(op: str, knobs, shape: dict, block: int | None, thread: int | None):
+    s, k, _ = machine_tile(op, knobs, shape)
     return _machine_figure(op, tuple(s.items()), k, block, thread)
 
 
@@ -320,6 +325,55 @@ def run(op: str, shape_items: tuple, knobs, target: str, _preset: str = ""):
     except Exception:               # noqa: BLE001 - a read-only store must not hide the measurement
         pass
     return r
+
+
+def recorded_ms(op: str, shape_items: tuple, knobs, target: str) -> float | None:
+    """The median of the newest verified run of exactly this kernel on this device in the results store."""
+    try:
+        df = results.load()
+    except Exception:               # noqa: BLE001 - an unreadable store is an empty one
+        return None
+    if df.empty:
+        return None
+    mine = df[(df["op"] == op) & (df["target"] == target) & (df["device"] == build.device_name(target))
+              & (df["shape"] == json.dumps(dict(shape_items))) & (df["knobs"] == K.knobs_text(knobs)) & df["ok"]]
+    return float(mine["median_ms"].iloc[-1]) if not mine.empty else None
+
+
+# The comparisons of Compile & run (baseline, naive) time in the background, one at a time, after the current
+# kernel's own result is shown: the page stays usable and they arrive as they finish.
+_CMP: dict[tuple, Future] = {}
+_CMP_QUEUE: queue.Queue = queue.Queue()
+
+
+def _cmp_worker() -> None:
+    while True:
+        job, args = _CMP_QUEUE.get()
+        if job.set_running_or_notify_cancel():
+            try:
+                job.set_result(run(*args).median_ms)
+            except BaseException as e:      # noqa: BLE001 - shown as a sentence where the value would be
+                job.set_exception(e)
+
+
+threading.Thread(target=_cmp_worker, daemon=True, name="comparisons").start()
+
+
+def comparison(op: str, shape_items: tuple, knobs, target: str, preset: str) -> Future:
+    """The median ms of a comparison kernel: from the results store when this device measured it already,
+    else timed in the background."""
+    key = (op, shape_items, knobs, target)
+    with _JOBS_LOCK:
+        job = _CMP.get(key)
+        if job is None:
+            job = _CMP[key] = Future()
+            ms = recorded_ms(op, shape_items, knobs, target)
+            if ms is not None:
+                job.set_running_or_notify_cancel()
+                job.set_result(ms)
+            else:
+                _CMP_QUEUE.put((job, (op, shape_items, knobs, target, preset)))
+    return job
 
 
 # ---------------------------------------------------------------- roofline ceilings and recorded runs

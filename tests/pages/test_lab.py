@@ -1,4 +1,6 @@
 """The Lab page through streamlit.testing: every operator x target, knobs, validation, compile & run."""
+import time
+
 import pytest
 
 from kernels.ops import OPS
@@ -63,6 +65,13 @@ def test_compile_and_run_on_cpu_shows_ok_and_a_time(lab):
     metrics = {m.label: m.value for m in lab.metric}
     assert metrics["Verified"] == "ok"
     assert metrics["Median"].endswith(" ms") and float(metrics["Median"].split()[0]) > 0
+    # the comparisons time in the background after the kernel's own result, and arrive on later reruns
+    for _ in range(120):
+        if metrics["vs baseline"].endswith("x") and metrics["vs naive"].endswith("x"):
+            break
+        time.sleep(0.5)
+        lab.run()
+        metrics = {m.label: m.value for m in lab.metric}
     assert metrics["vs baseline"].endswith("x") and metrics["vs naive"].endswith("x")
     roof = lab.get("plotly_chart")[-1].proto.spec
     assert '"measured"' in roof                        # the timed kernel is on the roofline
@@ -73,7 +82,11 @@ def test_the_run_is_recorded_in_the_results_store(lab):
     lab.button_group(key="lab_size").set_value("custom").run()
     lab.text_input(key="lab_custom_gemm").input("M=32,N=32,K=32").run()
     lab.button(key="lab_run").click().run()
-    df = results.load()
+    for _ in range(120):                    # the comparisons are recorded as they finish in the background
+        df = results.load()
+        if {"seed", "baseline", "naive"} <= set(df["preset"]):
+            break
+        time.sleep(0.5)
     assert {"seed", "baseline", "naive"} <= set(df["preset"]) and (df["op"] == "gemm").all()
 
 
@@ -83,10 +96,10 @@ def test_a_slow_full_size_count_does_not_hold_the_page(lab, monkeypatch):
     from pages._parts import lab as parts
     real = parts.traffic.counts
 
-    def slow(op, shape, knobs, target):
+    def slow(op, shape, knobs, target, **kw):
         if shape.get("M") == 640:
             time.sleep(4)
-        return real(op, shape, knobs, target)
+        return real(op, shape, knobs, target, **kw)
 
     monkeypatch.setattr(parts.traffic, "counts", slow)
     lab.button_group(key="lab_size").set_value("custom").run()
@@ -97,3 +110,28 @@ def test_a_slow_full_size_count_does_not_hold_the_page(lab, monkeypatch):
     _no_failures(lab)
     assert any("still being counted" in c.value for c in lab.caption)
     assert lab.get("plotly_chart")                    # the tile is drawn meanwhile
+
+
+def _machine(lab):
+    """The machine section after its background emulation (the page redraws as it would in a browser)."""
+    for _ in range(120):
+        if any(c.value.startswith("SASS ") and "emulated in" in c.value for c in lab.caption):
+            return
+        time.sleep(0.5)
+        lab.run()
+
+
+def test_a_kernel_that_spills_shows_local_memory_in_the_counts_the_sass_and_the_replay(lab):
+    lab.radio(key="lab_target").set_value("cuda").run()
+    lab.button_group(key="lab_size").set_value("custom").run()
+    lab.text_input(key="lab_custom_gemm").input("M=8,N=8,K=8").run()
+    for knob, value in (("patch_m", 8), ("patch_n", 8), ("tile_m", 8), ("tile_n", 8)):
+        lab.select_slider(key=f"lab_k_gemm_cuda_{knob}").set_value(value).run()
+    lab.selectbox(key="lab_k_gemm_cuda_cache_c").set_value("global").run()
+    _machine(lab)
+    _no_failures(lab)
+    assert any("local memory" in w.value for w in lab.warning)
+    assert any(c.value.startswith("Why the SASS differs: Local memory:") for c in lab.caption)
+    lab.segmented_control(key="lab_replay").set_value("SASS: what the machine executes").run()
+    _no_failures(lab)
+    assert any("Local memory appears" in c.value for c in lab.caption)

@@ -3,6 +3,8 @@ simulated time, lowered code and simulated run; a buffer overflow shows its sent
 
 Shapes stay small (the simulator runs the lowered kernel instruction by instruction; GEMM at 1024^3 takes ~30 s
 in the full-size count worker the later tests share)."""
+import time
+
 import pytest
 
 from pages_app import no_failures, open_page
@@ -85,6 +87,12 @@ def test_compile_and_run_on_fpga_gives_a_simulated_result(lab):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Verified"] == "ok"
     assert "GFLOP/s (simulated)" in metrics and metrics["Simulated time"].endswith(" ms")
+    for _ in range(120):                        # the comparisons arrive from the background
+        if metrics["vs baseline"].endswith("x"):
+            break
+        time.sleep(0.5)
+        at.run()
+        metrics = {m.label: m.value for m in at.metric}
     assert metrics["vs baseline"].endswith("x")
     df = results.load()
     assert (df["target"] == "fpga").all() and df["device"].str.contains("simulated").all()
