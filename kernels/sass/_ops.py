@@ -267,15 +267,23 @@ def _uniform(v):
     return v
 
 
+def _known3(m, ins, w):
+    """(destination, its three source values), or None after writing Unknown where one of them is unknown."""
+    vals = [m.val(ins, o) for o in ins.ops[1:4]]
+    bad = _unknown(*vals)
+    if bad is not None:
+        m.put(ins.ops[0].name, bad, w)
+        return None
+    return ins.ops[0], vals
+
+
 def idp(m, ins, mask, g, w):
     """Integer dot products: IDP.4A (four bytes of a times four bytes of b) and IDP.2A (two 16-bit halves of
     a times two bytes of b, the low or high pair), plus c; .S/.U on each operand's parts."""
-    dst, a_o, b_o, c_o = ins.ops[:4]
-    a, b, c = m.val(ins, a_o), m.val(ins, b_o), m.val(ins, c_o)
-    bad = _unknown(a, b, c)
-    if bad is not None:
-        m.put(dst.name, bad, w)
+    got = _known3(m, ins, w)
+    if got is None:
         return
+    dst, (a, b, c) = got
     kinds = [x for x in ins.mods if x[0] in "SU" and x[1:].isdigit()]
     if len(kinds) != 2:
         m.fail(ins, f"the dot product {ins.full} is not emulated")
@@ -341,12 +349,10 @@ def lea(m, ins, mask, g, w):
 
 
 def shf(m, ins, mask, g, w):
-    dst, a_o, s_o, c_o = ins.ops[:4]
-    a, sh, c = m.val(ins, a_o), m.val(ins, s_o), m.val(ins, c_o)
-    bad = _unknown(a, sh, c)
-    if bad is not None:
-        m.put(dst.name, bad, w)
+    got = _known3(m, ins, w)
+    if got is None:
         return
+    dst, (a, sh, c) = got
     mods = ins.mods
     limit = 32 if ("U32" in mods or "S32" in mods) else 63
     sh = np.minimum(z64(sh), limit).astype(np.uint64) if isinstance(sh, Lanes) else np.uint64(min(sh, limit))
