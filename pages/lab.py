@@ -482,6 +482,52 @@ def kernel_section(v: View) -> dict | None:
     return got
 
 
+# ---------------------------------------------------------------- tune
+def tune_section(v: View) -> None:
+    st.subheader("Tune")
+    if v.why_not or v.target == "fpga":
+        st.caption("The tuner measures candidates on the device: "
+                   + (v.why_not or "the fpga target is simulated, so there is nothing to measure.")
+                   + " `python -m kernels tune ... --rpc HOST:PORT:KEY` tunes on a remote GPU.")
+        return
+    c = st.columns([2, 1])
+    trials = c[0].select_slider("Trial budget", [8, 16, 32, 64, 128], value=16, key="lab_tune_trials",
+                                help="How many candidates to build, verify and time. A cost model built on the "
+                                     "simulator's counts of each candidate picks which, and learns as times come in.")
+    if c[1].button("Tune this shape", key="lab_tune"):
+        L.start_tune(v.op, v.key[1], v.target, trials)
+    job = L.TUNES.get((v.op, v.key[1], v.target, trials))
+    if job is not None:
+        tune_progress(job, trials, v)
+
+
+@st.fragment(run_every=1.0)
+def tune_progress(job: dict, trials: int, v: View) -> None:
+    hist = job["history"]
+    if job["error"]:
+        st.error(job["error"])
+        return
+    if not job["done"]:
+        st.progress(len(hist) / trials, text=f"Tuning: {len(hist)} of {trials} trials measured")
+    if hist:
+        chart(viz.best_so_far(hist, title=f"Best so far over the trials ({OPS[v.op].title}, {L.shape_text(v.shape)})"),
+              "lab_tune_plot")
+    r = job["result"]
+    if r is not None:
+        st.markdown(f"**Winner:** `{r.best_knobs}`: {r.median_ms:.4g} ms"
+                    + (f", {r.vs_ref:.2f}x {r.ref}" if r.vs_ref else "") + f" ({r.trials} trials in {r.search_s:.0f} s,"
+                    " every trial in the results store)")
+        st.button("Apply the winner's knobs", key="lab_tune_apply", on_click=apply_knobs,
+                  args=(v.op, v.target, r.best_knobs))
+
+
+def apply_knobs(op: str, target: str, text: str) -> None:
+    """Set the knob widgets to a knob text (the tuner's winner): the next run draws it."""
+    k = K.parse_knobs(op, target, text, K.knob_class(op, target)())
+    for name in K.fields_of(k):
+        ss[f"lab_k_{op}_{target}_{name}"] = getattr(k, name)
+
+
 # ---------------------------------------------------------------- code
 def code_section(v: View) -> None:
     st.subheader("Code")
@@ -633,6 +679,7 @@ with main:
     if target == "fpga":
         guarded(time_section, view)
     timed = guarded(kernel_section, view)
+    guarded(tune_section, view)
     guarded(code_section, view)
     guarded(roofline_section, view, timed)
     if L.counting(ASKED):

@@ -376,6 +376,32 @@ def comparison(op: str, shape_items: tuple, knobs, target: str, preset: str) -> 
     return job
 
 
+# The Tune panel's searches: one background thread each, their progress read by the page as it polls.
+TUNES: dict[tuple, dict] = {}
+
+
+def start_tune(op: str, shape_items: tuple, target: str, trials: int) -> dict:
+    """Start (or return) the search for (op, shape, target, trials); its dict fills as trials land."""
+    from kernels import tune
+    key = (op, shape_items, target, trials)
+    with _JOBS_LOCK:
+        if key in TUNES and TUNES[key].get("error") is None:
+            return TUNES[key]
+        job = TUNES[key] = {"history": [], "done": False, "result": None, "error": None}
+
+    def progress(_f, history):
+        job["history"] = list(history)
+
+    def work():
+        try:
+            job["result"] = tune.tune(op, dict(shape_items), target, trials, progress=progress)
+        except Exception as e:      # noqa: BLE001 - shown as its sentence in the panel
+            job["error"] = " ".join(sentences(e))
+        job["done"] = True
+    threading.Thread(target=work, daemon=True, name="tune").start()
+    return job
+
+
 # ---------------------------------------------------------------- roofline ceilings and recorded runs
 @st.cache_resource(show_spinner=False)
 def cpu_ceilings() -> tuple[tuple[str, float], tuple[str, float]]:

@@ -135,3 +135,22 @@ def test_a_kernel_that_spills_shows_local_memory_in_the_counts_the_sass_and_the_
     lab.segmented_control(key="lab_replay").set_value("SASS: what the machine executes").run()
     _no_failures(lab)
     assert any("Local memory appears" in c.value for c in lab.caption)
+
+
+def test_the_tune_panel_shows_progress_and_applies_the_winner(lab):
+    lab.button_group(key="lab_size").set_value("custom").run()
+    lab.text_input(key="lab_custom_gemm").input("M=64,N=48,K=32").run()
+    lab.select_slider(key="lab_tune_trials").set_value(8).run()
+    lab.button(key="lab_tune").click().run()
+    for _ in range(240):
+        if any(m.value.startswith("**Winner:**") for m in lab.markdown):
+            break
+        time.sleep(0.5)
+        lab.run()
+    _no_failures(lab)
+    winner = next(m.value for m in lab.markdown if m.value.startswith("**Winner:**")).split("`")[1]
+    assert any("Best so far" in (c.proto.spec or "") for c in lab.get("plotly_chart"))
+    lab.button(key="lab_tune_apply").click().run()
+    _no_failures(lab)
+    shown = next(c.value for c in lab.caption if c.value.startswith("Shape ")).split("`")[3]
+    assert shown == winner

@@ -1,0 +1,250 @@
+"""The tuner: a search over an operator's knob space for one shape and device. A cost model whose features
+are the simulator's exact counts (what the schedule asks of each memory level, at full size) proposes the
+candidates; it learns from every measurement as it comes; every candidate is verified against float64 before
+its time counts, and every trial is recorded in the results store (source "tune")."""
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+
+from .knobs import KnobError, fit, fields_of, knob_class, knobs_text, parse_knobs, preset, random_valid, validate
+
+PRIOR_POINTS = 3                # measurements before the learned model replaces the roofline prior
+
+
+@dataclass(frozen=True)
+class Trial:
+    knobs: str
+    predicted_ms: float
+    median_ms: float | None     # None when the candidate failed to build or verify
+    rel_err: float | None
+    ok: bool
+    error: str = ""
+
+
+@dataclass
+class Tuned:
+    op: str
+    shape: dict
+    target: str
+    device: str
+    trials: int
+    best_knobs: str
+    median_ms: float
+    ref: str | None
+    ref_ms: float | None
+    vs_ref: float | None
+    search_s: float
+    history: list = field(default_factory=list)      # the trials, in the order they were measured
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["history"] = [asdict(t) for t in self.history]
+        return d
+
+
+# ------------------------------------------------------------------ candidates
+def _neighbours(op: str, target: str, shape: dict, k, rng, n: int) -> list:
+    """Knob settings one knob away from k (the next choice up or down, or a power of two either side)."""
+    out = []
+    names = list(fields_of(k))
+    for _ in range(4 * n):
+        name = names[rng.integers(len(names))]
+        f = fields_of(k)[name]
+        cur = getattr(k, name)
+        choices = f.metadata.get("choices")
+        if choices is not None:
+            new = choices[rng.integers(len(choices))]
+        elif isinstance(cur, int):
+            new = max(1, cur * 2 if rng.integers(2) else cur // 2)
+        else:
+            continue
+        cand = fit(replace(k, **{name: new}), shape)
+        if cand != k and not validate(op, target, cand, shape):
+            out.append(cand)
+        if len(out) >= n:
+            break
+    return out
+
+
+def pool(op: str, target: str, shape: dict, rng, size: int) -> list:
+    """The presets worth starting from, then random valid settings: the first candidates to score."""
+    seen, out = set(), []
+    for name in ("best", "seed", "naive"):
+        k = preset(op, target, name, shape)
+        if not validate(op, target, k, shape) and k not in seen:
+            seen.add(k)
+            out.append(k)
+    for _ in range(size * 3):
+        k = random_valid(op, target, shape, rng, tries=50)
+        if k is not None and k not in seen:
+            seen.add(k)
+            out.append(k)
+        if len(out) >= size:
+            break
+    return out
+
+
+# ------------------------------------------------------------------ cost model
+def features(op: str, shape: dict, knobs, target: str) -> np.ndarray:
+    """What the schedule asks of each level at full size (reads, writes, accesses), the work per block and
+    per thread: the simulator's exact counts, on a log scale."""
+    from . import traffic
+    c = traffic.counts(op, shape, knobs, target, machine=False)
+    rd, wr = c.level_totals("read"), c.level_totals("write")
+    asked = {lv: sum(v.get(lv, {}).get(kind, 0) for v in c.instructions["asked"].values() for kind in ("read", "write"))
+             for lv in ("global", "shared", "register")}
+    raw = [rd["global"], wr["global"], rd["shared"], wr["shared"], rd["register"], wr["register"],
+           asked["global"], asked["shared"], asked["register"], c.blocks, c.threads, c.flops,
+           c.flops / max(c.threads * c.blocks, 1)]
+    return np.log1p(np.asarray(raw, dtype=np.float64))
+
+
+def prior_ms(x: np.ndarray) -> float:
+    """Before any measurement: global traffic dominates, then shared, then registers (a rough roofline)."""
+    g = math.expm1(x[0]) + math.expm1(x[1])
+    s = math.expm1(x[2]) + math.expm1(x[3])
+    r = math.expm1(x[4]) + math.expm1(x[5])
+    return (4 * g / 500e9 + 4 * s / 5e12 + 4 * r / 50e12) * 1e3
+
+
+class Model:
+    """Ridge regression of log(ms) on the features, refitted after every measurement."""
+
+    def __init__(self, alpha: float = 1.0):
+        self.alpha, self.w, self.mu, self.sd = alpha, None, None, None
+
+    def fit(self, X: np.ndarray, y_ms: np.ndarray) -> None:
+        self.mu, self.sd = X.mean(0), X.std(0) + 1e-9
+        Z = np.hstack([(X - self.mu) / self.sd, np.ones((len(X), 1))])
+        A = Z.T @ Z + self.alpha * np.eye(Z.shape[1])
+        self.w = np.linalg.solve(A, Z.T @ np.log(y_ms))
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        if self.w is None:
+            return np.array([prior_ms(x) for x in X])
+        Z = np.hstack([(X - self.mu) / self.sd, np.ones((len(X), 1))])
+        return np.exp(Z @ self.w)
+
+
+# ------------------------------------------------------------------ the search
+def search(op: str, shape: dict, target: str, trials: int, measure, rng=None, batch: int = 4, progress=None,
+           start: list | None = None) -> list[Trial]:
+    """`trials` measurements, `batch` at a time: the model scores the pool, the best-predicted unmeasured
+    candidates (one in four picked at random, to explore) are measured, their neighbours join the pool.
+    `measure(knobs_list)` -> [(median ms | None, rel. error | None, error sentence)]."""
+    rng = rng or np.random.default_rng()
+    cands = list(start or pool(op, target, shape, rng, max(4 * trials, 32)))
+    feats = {k: features(op, shape, k, target) for k in cands}
+    model, done, history = Model(), {}, []
+    while len(history) < trials:
+        todo = [k for k in cands if k not in done]
+        if not todo:
+            break
+        pred = model.predict(np.stack([feats[k] for k in todo]))
+        order = list(np.argsort(pred))
+        n = min(batch, trials - len(history), len(todo))
+        pick = [todo[i] for i in order[:n - n // 4]]
+        rest = [todo[i] for i in order[n - n // 4:]]
+        pick += [rest[j] for j in rng.permutation(len(rest))[:n - len(pick)]] if rest else []
+        for k, (ms, rel, err) in zip(pick, measure(pick)):
+            p = float(pred[todo.index(k)])
+            done[k] = ms
+            history.append(Trial(knobs_text(k), p, ms, rel, ms is not None, err))
+            if progress:
+                progress(len(history) / trials, history)
+        good = [(k, ms) for k, ms in done.items() if ms is not None]
+        if len(good) >= PRIOR_POINTS:
+            model.fit(np.stack([feats[k] for k, _ in good]), np.array([ms for _, ms in good]))
+        for k, _ in sorted(good, key=lambda kv: kv[1])[:2]:            # explore around the fastest so far
+            for nb in _neighbours(op, target, shape, k, rng, 6):
+                if nb not in feats:
+                    feats[nb] = features(op, shape, nb, target)
+                    cands.append(nb)
+    return history
+
+
+def local_measure(op: str, shape: dict, target: str, repeat: int = 5, workers: int = 2):
+    """measure() on this machine: candidates compiled in parallel threads, then verified and timed one at a
+    time on the device (verified against float64 before any time counts)."""
+    from . import build
+
+    def compile_one(k):
+        try:
+            build.compiled(op, tuple(shape.items()), k, target)
+            return None
+        except Exception as e:      # noqa: BLE001 - a candidate that fails to build is a failed trial
+            return f"it did not build: {str(e).strip().splitlines()[-1][:200] if str(e).strip() else type(e).__name__}"
+
+    def measure(ks):
+        with ThreadPoolExecutor(workers) as ex:
+            built = list(ex.map(compile_one, ks))
+        out = []
+        for k, err in zip(ks, built):
+            if err:
+                out.append((None, None, err))
+                continue
+            _, mod, _ = build.compiled(op, tuple(shape.items()), k, target)
+            ms, _, rel = build.time_module(op, shape, mod, target, repeat)
+            ok = rel < build.TOLERANCE
+            out.append((ms if ok else None, rel, "" if ok else f"wrong result (rel. error {rel:.1e})"))
+        return out
+    return measure
+
+
+def tune(op: str, shape: dict, target: str, trials: int = 32, rpc: str | None = None, progress=None,
+         seed: int | None = None, record: bool = True) -> Tuned:
+    """Search, then time the winner against the reference library on the same machine, and record it all."""
+    from . import build, results
+    t0 = time.perf_counter()
+    if rpc:
+        from . import remote
+        measure = remote.measure_pool(op, shape, target, rpc)
+        device = remote.device_name(rpc, target)
+    else:
+        if build.target_available(target):
+            raise KnobError([build.target_available(target) + " Tune on a machine with a GPU, or pass --rpc."])
+        measure, device = local_measure(op, shape, target), build.device_name(target)
+    history = search(op, shape, target, trials, measure, np.random.default_rng(seed), progress=progress)
+    ok = [t for t in history if t.ok]
+    if not ok:
+        raise KnobError([f"None of the {len(history)} candidates built and verified; see the trials."])
+    winner = min(ok, key=lambda t: t.median_ms)
+    k = parse_knobs(op, target, winner.knobs, knob_class(op, target)())
+    r = remote.run(op, shape, k, target, rpc) if rpc else build.run(op, shape, k, target)
+    if record:
+        for t in history:
+            results.record(_trial_row(op, shape, target, device, t), preset="", source="tune")
+        results.record(r, preset="best", source="tune:winner")
+    return Tuned(op, dict(shape), target, device, len(history), winner.knobs, r.median_ms, r.ref, r.ref_ms, r.vs_ref,
+                 time.perf_counter() - t0, history)
+
+
+def _trial_row(op, shape, target, device, t: Trial) -> dict:
+    import datetime as dt
+    return {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "device": device,
+            "target": target, "op": op, "shape": dict(shape), "knobs": t.knobs, "median_ms": t.median_ms,
+            "rel_err": t.rel_err, "ok": t.ok}
+
+
+def tuned_best(op: str, target: str, shape: dict, device: str | None = None) -> tuple[str, str] | None:
+    """(knob text, a sentence saying where it comes from) of the newest tuned winner for this shape on this
+    device in the results store, or None."""
+    from . import build, results
+    device = device or build.device_name(target)
+    try:
+        df = results.load()
+    except Exception:           # noqa: BLE001 - an unreadable store holds no tuned record
+        return None
+    import json
+    mine = df[(df["source"] == "tune:winner") & (df["op"] == op) & (df["target"] == target)
+              & (df["device"] == device) & (df["shape"] == json.dumps(dict(shape))) & df["ok"]]
+    if mine.empty:
+        return None
+    row = mine.iloc[-1]
+    return row["knobs"], (f"best is the tuner's winner for this shape on {device} ({row['date'][:10]}, "
+                          f"{row['median_ms']:.4g} ms in the results store)")

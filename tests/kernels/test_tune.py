@@ -1,0 +1,57 @@
+"""The tuner: candidates, the cost model on the simulator's counts, the search, and what it records."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernels import results, tune
+from kernels.knobs import knobs_text, preset, validate
+
+S = {"M": 96, "N": 80, "K": 64}
+
+
+def test_the_pool_starts_from_the_presets_and_holds_only_valid_settings():
+    p = tune.pool("gemm", "cpu", S, np.random.default_rng(1), 20)
+    assert p[0] == preset("gemm", "cpu", "best", S) and len(set(p)) == len(p) >= 10
+    assert not any(validate("gemm", "cpu", k, S) for k in p)
+
+
+def test_the_model_learns_a_time_from_the_counts():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 5))
+    y = np.exp(X @ np.array([0.5, -0.2, 0.0, 0.3, 0.1]) + 1.0)
+    m = tune.Model(alpha=1e-3)
+    m.fit(X, y)
+    assert np.allclose(m.predict(X), y, rtol=1e-2)
+
+
+def test_the_search_measures_its_budget_and_learns_from_each_measurement():
+    seen = []
+
+    def measure(ks):                    # a made-up device: bigger tiles are faster, wider patches fail
+        out = []
+        for k in ks:
+            seen.append(k)
+            out.append((None, None, "wrong result") if k.patch_n > 16 else (100.0 / (k.tile_m * k.tile_n), 0.0, ""))
+        return out
+    h = tune.search("gemm", S, "cpu", 12, measure, np.random.default_rng(3), batch=4)
+    assert len(h) == 12 and len({t.knobs for t in h}) == 12
+    assert all(t.ok == (t.median_ms is not None) for t in h)
+    assert [t.knobs for t in h] == [knobs_text(k) for k in seen]
+    assert any(not t.ok for t in h) or all(k.patch_n <= 16 for k in seen)
+
+
+def test_tune_verifies_times_and_records_every_trial(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "r.sqlite"))
+    r = tune.tune("gemm", S, "cpu", trials=4, seed=0)
+    assert r.trials == 4 and r.median_ms > 0 and r.ref_ms and r.vs_ref
+    assert r.best_knobs in {t.knobs for t in r.history if t.ok}
+    df = results.load()
+    assert (df["source"] == "tune").sum() == 4 and (df["source"] == "tune:winner").sum() == 1
+    assert tune.tuned_best("gemm", "cpu", S)[0] == r.best_knobs
+
+
+def test_tuning_cuda_without_a_gpu_fails_with_a_sentence():
+    from kernels.knobs import KnobError
+    with pytest.raises(KnobError, match="no CUDA GPU"):
+        tune.tune("gemm", S, "cuda", trials=2)
