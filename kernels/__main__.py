@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from . import build, results
@@ -38,6 +39,12 @@ def _resolve(a):
     if a.target not in TARGETS:
         raise KnobError([f"Unknown target '{a.target}'; choose one of {', '.join(TARGETS)}."])
     shape = parse_shape(a.op, a.shape) if a.shape else dict(OPS[a.op].sizes["speed test"])
+    if a.preset == "best" and not a.knobs and a.target != "fpga":     # a tuned winner for this shape and device
+        from .tune import tuned_best
+        got = tuned_best(a.op, a.target, shape)
+        if got is not None:
+            print(got[1], file=sys.stderr)
+            return shape, resolve(a.op, a.target, shape, None, got[0])
     return shape, resolve(a.op, a.target, shape, a.preset, a.knobs)
 
 
@@ -63,6 +70,9 @@ def cmd_list(a):
 
 def cmd_run(a):
     shape, knobs = _resolve(a)
+    pool = a.rpc if a.rpc is not None else os.environ.get("KERNEL_LAB_RPC", "")     # kernels.remote.ENV
+    if pool and not (a.target == "fpga" and a.rpc is None):     # the simulator runs here whatever the default
+        return _run_remote(a, shape, knobs, pool)
     why = build.target_available(a.target)
     if why:
         _fail(why + " Use --target cpu, or run on a machine with a GPU.")
@@ -76,12 +86,36 @@ def cmd_run(a):
     if a.target == "fpga":              # simulated: say so, and where the cycles went
         from .fpga import cli as fpga_cli
         return fpga_cli.print_run(a, shape, knobs, r)
+    _print_run(a, shape, r)
+
+
+def _run_remote(a, shape, knobs, text: str):
+    """The same run on a server of an RPC tracker's pool (kernels/remote.py); recorded with source rpc:KEY."""
+    from . import remote
+    from .limits import memory_problems
+    too_big = memory_problems(a.op, shape, a.target)     # inputs and the float64 reference are made here
+    if too_big:
+        _fail(too_big[0])
+    try:
+        pool = remote.parse(text, "--rpc" if a.rpc is not None else remote.ENV)
+        r = remote.run(a.op, shape, knobs, a.target, pool, repeat=a.repeat, wait_s=a.rpc_wait,
+                       session_s=a.rpc_timeout)
+    except remote.RemoteError as e:
+        _fail(str(e))
+    if a.record:
+        results.record(r, preset=a.preset or "", source=f"rpc:{pool.key}")
+    _print_run(a, shape, r)
+
+
+def _print_run(a, shape, r):
     if a.json:
         print(json.dumps({**r.as_dict(), "preset": a.preset or ""}))
         return
     ref = f"; {r.ref}: {r.ref_ms:.4f} ms, kernel is {r.vs_ref:.2f}x its speed" if r.ref_ms else ""
     print(f"{a.op} {shape} on {r.device}: {r.median_ms:.4f} ms (IQR {r.spread_ms:.4f}), {r.gflops:.1f} GFLOP/s, "
           f"{r.gbps:.1f} GB/s, rel. error {r.rel_err:.2e} {'ok' if r.ok else 'FAILED'}{ref}")
+    if r.note:
+        print(r.note)
 
 
 def cmd_traffic(a):
@@ -121,6 +155,36 @@ def cmd_source(a):
     print(json.dumps({"op": a.op, "target": a.target, "ir": ir, "source": text}) if a.json else text)
 
 
+def cmd_tune(a):
+    from . import tune
+    if a.op not in OPS:
+        raise KnobError([f"Unknown operator '{a.op}'; choose one of {', '.join(OPS)}."])
+    if a.target not in ("cpu", "cuda"):
+        raise KnobError([f"tune measures cpu and cuda kernels, not '{a.target}'; use --target cpu or cuda."])
+    shape = parse_shape(a.op, a.shape) if a.shape else dict(OPS[a.op].sizes["speed test"])
+    pool = a.rpc if a.rpc is not None else os.environ.get("KERNEL_LAB_RPC", "")
+
+    def progress(f, history):
+        t = history[-1]
+        if not a.json:
+            print(f"trial {len(history):3d}: {t.median_ms if t.median_ms is not None else float('nan'):10.4f} ms "
+                  f"(predicted {t.predicted_ms:.4f}) {t.knobs}{'  ' + t.error if t.error else ''}", flush=True)
+    try:
+        r = tune.tune(a.op, shape, a.target, a.trials, rpc=pool or None, progress=progress, seed=a.seed)
+    except Exception as e:      # noqa: BLE001 - remote faults and failed searches are sentences
+        from .remote import RemoteError
+        if isinstance(e, (RemoteError, KnobError)):
+            _fail(" ".join(e.problems) if isinstance(e, KnobError) else str(e))
+        raise
+    out = {k: v for k, v in r.as_dict().items() if k != "history"}
+    out["trials_detail"] = r.as_dict()["history"]
+    if a.json:
+        print(json.dumps(out))
+        return
+    ref = f", {r.vs_ref:.2f}x {r.ref}" if r.vs_ref else ""
+    print(f"best of {r.trials} trials on {r.device}: {r.median_ms:.4f} ms{ref} ({r.search_s:.0f} s): {r.best_knobs}")
+
+
 def main(argv=None) -> None:
     p = _Parser(prog="python -m kernels", description="Kernel Lab: schedules, kernels and their memory traffic.")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
@@ -130,16 +194,34 @@ def main(argv=None) -> None:
     _common(pr)
     pr.add_argument("--repeat", type=int, default=5, help="timed repeats (median reported)")
     pr.add_argument("--record", action="store_true", help="append the run to the results store")
+    pr.add_argument("--rpc", metavar="HOST:PORT:KEY", help="run on a server of this RPC tracker's pool under KEY "
+                    "(default: $KERNEL_LAB_RPC; '' runs here)")
+    pr.add_argument("--rpc-wait", type=float, default=60.0, metavar="S", help="seconds to wait for a free server")
+    pr.add_argument("--rpc-timeout", type=float, default=600.0, metavar="S",
+                    help="seconds the server keeps the session before it ends it")
     pt = sub.add_parser("traffic", help="per-level memory traffic and Nsight Compute predictions")
     _common(pt)
     ps = sub.add_parser("source", help="the TensorIR, CUDA C or LLVM assembly of a schedule")
     _common(ps)
     ps.add_argument("--ir", choices=("tir", "lowered", "cuda", "llvm", "llvm-ir"))
+    pu = sub.add_parser("tune", help="search the knob space for this shape and device (every trial recorded)")
+    pu.add_argument("--op", required=True, help=", ".join(OPS))
+    pu.add_argument("--shape", help="K=V,.. (default: the operator's speed-test size)")
+    pu.add_argument("--target", default="cpu", help="cpu or cuda")
+    pu.add_argument("--trials", type=int, default=32, help="candidates to build, verify and time")
+    pu.add_argument("--seed", type=int, help="the search's random seed")
+    pu.add_argument("--rpc", metavar="HOST:PORT:KEY", help="measure on every free server of this pool's KEY "
+                    "(default: $KERNEL_LAB_RPC)")
+    pu.add_argument("--json", action="store_true", help="print one JSON object")
     a = p.parse_args(argv)
+    if getattr(a, "trials", 1) < 1:
+        _fail("--trials must be at least 1.")
     if getattr(a, "repeat", 1) < 1:
         _fail("--repeat must be at least 1.")
+    if getattr(a, "rpc_wait", 1) <= 0 or getattr(a, "rpc_timeout", 1) <= 0:
+        _fail("--rpc-wait and --rpc-timeout must be positive seconds.")
     try:
-        {"list": cmd_list, "run": cmd_run, "traffic": cmd_traffic, "source": cmd_source}[a.cmd](a)
+        {"list": cmd_list, "run": cmd_run, "traffic": cmd_traffic, "source": cmd_source, "tune": cmd_tune}[a.cmd](a)
     except KnobError as e:
         _fail(" ".join(e.problems))
 

@@ -55,12 +55,13 @@ class Result:
     gbps: float
     rel_err: float
     ok: bool
-    ref: str                    # the reference library timed in the same process
+    ref: str | None             # the reference library timed on the same machine (None: not timed, see note)
     ref_ms: float | None
     vs_ref: float | None        # reference time / kernel time: > 1 means the kernel is faster
     compile_s: float
     date: str
     versions: str
+    note: str = ""              # what the numbers leave out (e.g. a remote server that cannot time the reference)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -118,14 +119,18 @@ def versions() -> str:
 
 @functools.lru_cache(maxsize=256)
 def compiled(op: str, shape_items: tuple, knobs, target: str):
-    """(runtime module, compile seconds) for one schedule; cached by (op, shape, knobs, target)."""
-    shape = dict(shape_items)
-    sch, _ = create(op, shape, knobs, target)
+    """(executable, runtime module, compile seconds) for one schedule; cached by (op, shape, knobs, target)."""
     t0 = time.perf_counter()
-    ex = lowering.compile(sch.mod, target, lowering.disabled(target, knobs, shape), getattr(knobs, "min_blocks", 0),
-                          getattr(knobs, "one_barrier", False))
+    ex = executable(op, dict(shape_items), knobs, target)
     mod = ex.jit() if target_available(target) is None else None
     return ex, mod, time.perf_counter() - t0
+
+
+def executable(op: str, shape: Shape, knobs, target: str, device: tvm.target.Target | None = None):
+    """The compiled (not yet loaded) schedule; `device` names another machine's device (kernels/remote.py)."""
+    sch, _ = create(op, shape, knobs, target)
+    return lowering.compile(sch.mod, target, lowering.disabled(target, knobs, shape), getattr(knobs, "min_blocks", 0),
+                            getattr(knobs, "one_barrier", False), device=device)
 
 
 def source(op: str, shape: Shape, knobs, target: str, ir: str = "tir") -> str:
@@ -168,11 +173,15 @@ def verify(op: str, shape: Shape, knobs, target: str, rng=None) -> tuple[float, 
     if target == "fpga":                        # executed by the simulator (kernels/fpga), not compiled
         from .fpga.sim import verify as fpga_verify
         return fpga_verify(op, shape, knobs, rng)
-    o = OPS[op]
-    rng = rng or np.random.default_rng()
     _, mod, _ = compiled(op, tuple(shape.items()), knobs, target)
-    dev = _tvm_dev(target)
-    xs = o.random_inputs(shape, rng)
+    return call_verified(op, shape, mod, _tvm_dev(target), target, rng)
+
+
+def call_verified(op: str, shape: Shape, mod, dev, target: str, rng=None) -> tuple[float, list, object]:
+    """One call of `mod` on `dev` (here, or a remote device: inputs made here, the output copied back), its
+    output poisoned with NaN first: (rel. error against the float64 reference, device arrays, inputs)."""
+    o = OPS[op]
+    xs = o.random_inputs(shape, rng or np.random.default_rng())
     args = [tvm.runtime.tensor(x, dev) for x in xs]
     out = tvm.runtime.tensor(np.full(o.output_shape(shape), np.nan, "float32"), dev)
     mod["main"](*args, out)
@@ -211,14 +220,9 @@ def dlight_module(op: str, shape: Shape, target: str = "cuda"):
 
 def time_module(op: str, shape: Shape, mod, target: str, repeat: int = 5) -> tuple[float, float, float]:
     """(median ms, IQR ms, rel. error) of any compiled module taking the operator's arguments."""
-    o = OPS[op]
     dev = _tvm_dev(target)
-    xs = o.random_inputs(shape, np.random.default_rng())
-    args = [tvm.runtime.tensor(x, dev) for x in xs]
-    out = tvm.runtime.tensor(np.full(o.output_shape(shape), np.nan, "float32"), dev)
-    mod["main"](*args, out)
-    rel = rel_error(out.numpy(), _reference_float64(op, target, xs))
-    times = _time_tvm(mod, dev, args + [out], repeat)
+    rel, args, _ = call_verified(op, shape, mod, dev, target)
+    times = _time_tvm(mod, dev, args, repeat)
     q1, q3 = np.percentile(times, [25, 75])
     return float(np.median(times)), float(q3 - q1), rel
 
@@ -266,17 +270,25 @@ def _time_interleaved(mod, dev, args, ref, repeat: int) -> tuple[list[float], li
     f = mod.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=10)
     f(*args)                                       # warm-up
     if ref is None:
-        return [t * 1e3 for _ in range(repeat) for t in f(*args).results], None
-    settle = (lambda: time.sleep(SETTLE_S)) if dev.dlpack_device_type() == tvm.cpu(0).dlpack_device_type() \
-        else (lambda: None)
+        return alternate(f, args, None, repeat, settle=False)
     _, fn, sync = ref
     n = _calls_per_repeat(fn, sync)
+    return alternate(f, args, lambda: _one_repeat(fn, n, sync), repeat,
+                     settle=dev.dlpack_device_type() == tvm.cpu(0).dlpack_device_type())
+
+
+def alternate(f, args, reference, repeat: int, settle: bool) -> tuple[list[float], list[float] | None]:
+    """`repeat` kernel repeats of the warmed-up one-repeat time_evaluator `f`, each followed by one repeat of
+    `reference` (() -> ms; None: the kernel alone); `settle` waits SETTLE_S before each side (CPU)."""
+    if reference is None:
+        return [t * 1e3 for _ in range(repeat) for t in f(*args).results], None
+    pause = (lambda: time.sleep(SETTLE_S)) if settle else (lambda: None)
     times, ref_times = [], []
     for _ in range(repeat):
-        settle()
+        pause()
         times += [t * 1e3 for t in f(*args).results]
-        settle()
-        ref_times.append(_one_repeat(fn, n, sync))
+        pause()
+        ref_times.append(reference())
     return times, ref_times
 
 
@@ -336,20 +348,27 @@ def run(op: str, shape: Shape, knobs, target: str, repeat: int = 5, with_referen
     if target == "fpga":                        # simulated time (cycles / clock), labelled so in Result.device
         from .fpga.sim import run_result
         return run_result(op, shape, knobs)
-    o = OPS[op]
     _, mod, compile_s = compiled(op, tuple(shape.items()), knobs, target)
     rel, args, xs = verify(op, shape, knobs, target)
     with DEVICE_LOCKS.setdefault(target, threading.Lock()):
         ref = reference_timer(op, target, xs) if with_reference else None
         times, ref_times = _time_interleaved(mod, _tvm_dev(target), args, ref, repeat)
+    return result(op, shape, knobs, target, device_name(target), rel, times, ref[0] if ref else "", ref_times,
+                  repeat, compile_s)
+
+
+def result(op: str, shape: Shape, knobs, target: str, device: str, rel: float, times: list[float],
+           ref: str | None, ref_times: list[float] | None, repeat: int, compile_s: float, note: str = "") -> Result:
+    """The Result of one run from its repeats (ms, here or on a remote machine): medians, IQR, rates, ratio."""
+    o = OPS[op]
     med = float(np.median(times))
     q1, q3 = np.percentile(times, [25, 75])
     ref_ms = float(np.median(ref_times)) if ref_times else None
     return Result(
-        op=op, shape=dict(shape), target=target, device=device_name(target), knobs=knobs_text(knobs),
+        op=op, shape=dict(shape), target=target, device=device, knobs=knobs_text(knobs),
         median_ms=med, spread_ms=float(q3 - q1), repeats=repeat,
         gflops=o.flops(shape) / med / 1e6, gbps=o.min_bytes(shape) / med / 1e6,
-        rel_err=rel, ok=bool(rel < TOLERANCE), ref=ref[0] if ref else "", ref_ms=ref_ms,
+        rel_err=rel, ok=bool(rel < TOLERANCE), ref=ref, ref_ms=ref_ms,
         vs_ref=(ref_ms / med) if ref_ms else None, compile_s=compile_s,
-        date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), versions=versions(),
+        date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), versions=versions(), note=note,
     )

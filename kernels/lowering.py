@@ -19,9 +19,17 @@ install_tvm_callback()
 def cpu_name() -> str:
     """A real CPU name for LLVM: 'native' falls back to generic with the wheel's triple (no AVX at all)."""
     try:
-        flags = set(re.search(r"^flags\s*:(.*)$", open("/proc/cpuinfo").read(), re.M).group(1).split())
-    except (OSError, AttributeError):
+        return cpu_name_of(open("/proc/cpuinfo").read())
+    except OSError:
         return "generic"
+
+
+def cpu_name_of(cpuinfo: str) -> str:
+    """cpu_name's rule for any machine's /proc/cpuinfo text (a remote server applies it to its own)."""
+    found = re.search(r"^flags\s*:(.*)$", cpuinfo, re.M)
+    if found is None:
+        return "generic"
+    flags = set(found.group(1).split())
     if "avx512f" in flags:
         return "skylake-avx512"
     if "avx2" in flags:
@@ -29,11 +37,13 @@ def cpu_name() -> str:
     return "x86-64"
 
 
-def tvm_target(target: str) -> tvm.target.Target:
+def tvm_target(target: str, mcpu: str | None = None, arch: str | None = None,
+               mtriple: str = "x86_64-linux-gnu") -> tvm.target.Target:
+    """This machine's target; `mcpu`/`arch`/`mtriple` name another machine's device (an RPC server's)."""
     if target == "cpu":
-        return tvm.target.Target({"kind": "llvm", "mcpu": cpu_name(), "mtriple": "x86_64-linux-gnu"})
+        return tvm.target.Target({"kind": "llvm", "mcpu": mcpu or cpu_name(), "mtriple": mtriple})
     if target == "cuda":
-        return tvm.target.Target({"kind": "cuda", "arch": CUDA_ARCH})
+        return tvm.target.Target({"kind": "cuda", "arch": arch or CUDA_ARCH})
     if target == "fpga":    # kernels/fpga: nothing is compiled; the lowered TensorIR runs in the simulator.
         return tvm.target.Target({"kind": "c"})     # a source-only kind: the pass list runs target-neutral
     raise ValueError(target)
@@ -54,12 +64,13 @@ CONFIG = {"cuda": {"tirx.use_async_copy": True}}
 
 
 def compile(mod: tvm.IRModule, target: str, skip: tuple[str, ...] = (), min_blocks: int = 0,
-            one_barrier: bool = False, copies_at: float = 0.0):
+            one_barrier: bool = False, copies_at: float = 0.0, device: tvm.target.Target | None = None):
     """The runtime module; `min_blocks` > 0 gives every CUDA kernel __launch_bounds__(threads, min_blocks);
     `one_barrier` merges a cp.async pipeline's two barriers per reduction tile into one (merge_barriers;
-    `copies_at` > 0 issues the copies that far into the tile's compute, bench/late_copies.py)."""
+    `copies_at` > 0 issues the copies that far into the tile's compute, bench/late_copies.py). `device` is
+    the TVM target of another machine's device (kernels/remote.py); default: this machine's."""
     with tvm.transform.PassContext(opt_level=3, disabled_pass=list(skip), config=CONFIG.get(target, {})):
-        return tvm.compile(mod, target=tvm_target(target),
+        return tvm.compile(mod, target=device or tvm_target(target),
                            tir_pipeline=_device_pipeline(min_blocks, one_barrier, copies_at)
                            if min_blocks or one_barrier else "default")
 

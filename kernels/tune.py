@@ -40,6 +40,7 @@ class Tuned:
     vs_ref: float | None
     search_s: float
     history: list = field(default_factory=list)      # the trials, in the order they were measured
+    servers: list = field(default_factory=list)      # with --rpc: the servers that measured trials
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -221,7 +222,7 @@ def tune(op: str, shape: dict, target: str, trials: int = 32, rpc: str | None = 
             results.record(_trial_row(op, shape, target, device, t), preset="", source="tune")
         results.record(r, preset="best", source="tune:winner")
     return Tuned(op, dict(shape), target, device, len(history), winner.knobs, r.median_ms, r.ref, r.ref_ms, r.vs_ref,
-                 time.perf_counter() - t0, history)
+                 time.perf_counter() - t0, history, sorted(getattr(measure, "used", ())))
 
 
 def _trial_row(op, shape, target, device, t: Trial) -> dict:

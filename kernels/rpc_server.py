@@ -1,0 +1,118 @@
+"""TVM's RPC server plus what Kernel Lab calls on it: the server's device, and the reference library timed there.
+
+    python -m kernels.rpc_server --tracker HOST:PORT --key KEY [--host 0.0.0.0] [--port 9090]
+
+A plain `python -m tvm.exec.rpc_server` serves kernels too; only the reference library is then not timed on the
+server (kernels/remote.py says so in the run's note instead of comparing with this machine's library).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+
+DEVICE_INFO = "kernel_lab.device_info"
+REFERENCE_NAME = "kernel_lab.reference_name"
+REFERENCE_MS = "kernel_lab.reference_ms"
+
+# One reference timer per (op, target, shape) in a session: inputs made, library warmed up and its calls per
+# repeat counted once, so each reference_ms call times repeats and nothing else.
+_TIMERS: dict[tuple[str, str, str], tuple | None] = {}
+
+
+def device_info() -> str:
+    """JSON: this machine's CPU (named as build.device_name does), the LLVM CPU name lowering.cpu_name picks,
+    the triple's machine, and the GPU with its arch when CUDA is here."""
+    from . import build, lowering
+    info = {"cpu": build.device_name("cpu"), "mcpu": lowering.cpu_name(), "machine": platform.machine()}
+    if build.target_available("cuda") is None:
+        import tvm
+        info["gpu"] = build.device_name("cuda")
+        info["arch"] = "sm_" + tvm.cuda(0).compute_version.replace(".", "")
+    return json.dumps(info)
+
+
+def _timer(op: str, target: str, shape_json: str):
+    key = (op, target, shape_json)
+    if key not in _TIMERS:
+        from . import build
+        from .ops import OPS
+        xs = OPS[op].random_inputs(json.loads(shape_json), np.random.default_rng())
+        ref = build.reference_timer(op, target, xs)     # None: no torch with CUDA on a GPU server
+        _TIMERS[key] = None if ref is None else (*ref, build._calls_per_repeat(ref[1], ref[2]))
+    return _TIMERS[key]
+
+
+def reference_name(op: str, target: str, shape_json: str) -> str:
+    """The library compared with on this machine ('' when there is none); prepares and warms up its timer."""
+    t = _timer(op, target, shape_json)
+    return t[0] if t else ""
+
+
+def reference_ms(op: str, target: str, shape_json: str, repeat: int) -> float:
+    """Median ms of `repeat` repeats (each >= 10 ms of back-to-back calls, as build.run times the library)."""
+    from . import build
+    t = _timer(op, target, shape_json)
+    if t is None:
+        raise RuntimeError(f"No reference library for {target} on this server.")
+    _, fn, sync, n = t
+    return float(np.median([build._one_repeat(fn, n, sync) for _ in range(int(repeat))]))
+
+
+def register() -> None:
+    """Runs in TVM's server process before it forks one process per session, so every session has these.
+    Importing kernels.build sets TVM_NUM_THREADS (one worker per physical core) before any session starts
+    TVM's thread pool, as on a local run. Nothing here touches CUDA: a forked child could not use it then."""
+    import tvm_ffi
+    from . import build  # noqa: F401
+    for name, fn in ((DEVICE_INFO, device_info), (REFERENCE_NAME, reference_name), (REFERENCE_MS, reference_ms)):
+        tvm_ffi.register_global_func(name, fn, override=True)
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(text)
+    return host, int(port)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python -m kernels.rpc_server", description=__doc__.splitlines()[0])
+    p.add_argument("--tracker", required=True, help="HOST:PORT of the RPC tracker to join")
+    p.add_argument("--key", required=True, help="the pool this server joins (e.g. h200, cpu-box)")
+    p.add_argument("--host", default="0.0.0.0", help="address to listen on")
+    p.add_argument("--port", type=int, default=9090, help="first port to try")
+    p.add_argument("--port-end", type=int, help="ports tried: [port, port-end) (default port+100)")
+    p.add_argument("--custom-addr", help="address to report to the tracker, when clients reach this machine "
+                                          "by another one than it sees")
+    a = p.parse_args(argv)
+    try:
+        tracker = _address(a.tracker)
+    except ValueError:
+        p.error(f"--tracker wants HOST:PORT (e.g. 127.0.0.1:9190), not '{a.tracker}'")
+    from tvm import rpc
+    # TVM runs the server in a child Python (tvm.exec.popen_worker) that unpickles `register` by its module
+    # name: make this checkout importable there wherever the server was started from.
+    root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    server = rpc.Server(a.host, a.port, a.port_end or a.port + 100, key=a.key, tracker_addr=tracker,
+                        custom_addr=a.custom_addr, server_init_callback=register)
+    # A plain kill of this process would leave TVM's server child running: take it down too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(f"Kernel Lab RPC server on {a.host}:{server.port}, key '{a.key}', tracker {a.tracker}", flush=True)
+    try:
+        server.proc.join()
+    finally:
+        server.terminate()
+
+
+if __name__ == "__main__":
+    # Import this module under its own name, so that `register` is pickled by reference, not by value.
+    from kernels.rpc_server import main as _main
+    _main()
