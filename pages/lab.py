@@ -395,9 +395,61 @@ def time_section(v: View) -> None:
 
 
 # ---------------------------------------------------------------- the real kernel
+def device_panel(v: View) -> str | None:
+    """The device the real kernel runs on: this machine, or a server of a TVM RPC tracker's pool. Returns the
+    pool as HOST:PORT:KEY, or None for this machine."""
+    if v.target == "fpga":
+        return None
+    with st.expander("Device: " + ("a remote server (RPC tracker)" if ss.get("lab_remote") else "this machine"),
+                     icon=":material/lan:"):
+        remote_on = st.toggle("Run on a server of a TVM RPC tracker", key="lab_remote",
+                              help="Start one: python -m tvm.exec.rpc_tracker --port 9190, then on the GPU machine "
+                                   "python -m kernels.rpc_server --tracker HOST:9190 --key KEY")
+        c = st.columns([2, 1])
+        tracker = c[0].text_input("Tracker (HOST:PORT)", value="127.0.0.1:9190", key="lab_tracker")
+        key = c[1].text_input("Key", value="h200", key="lab_rpc_key")
+        if not remote_on:
+            return None
+        try:
+            from kernels import remote
+            pool = remote.parse(f"{tracker}:{key}")
+            pool_rows = L.tracker_servers(pool.host, pool.port)
+        except Exception as e:  # noqa: BLE001 - a tracker that is down, a malformed address: its sentence
+            for s_ in L.sentences(e):
+                st.error(s_)
+            return None
+        st.dataframe(pd.DataFrame(pool_rows), hide_index=True, width="content")
+        if not any(r["key"] == key and r["total"] for r in pool_rows):
+            st.warning(f"The tracker has no server under key '{key}'; start one, or pick a key it lists.")
+        return f"{tracker}:{key}"
+
+
 def kernel_section(v: View) -> dict | None:
     st.subheader("The real kernel")
     runs = ss.setdefault("lab_runs", {})
+    pool = guarded(device_panel, v)
+    if pool:
+        if st.button("Compile here, run on the server", type="primary", key="lab_run_remote"):
+            with st.status("Compiling here, verifying and timing on the server…", expanded=True) as status:
+                try:
+                    r = L.run_remote(v.op, v.key[1], v.knobs, v.target, pool)
+                    runs[(*v.key, pool)] = r
+                    status.update(label="Verified and timed on the server", state="complete", expanded=False)
+                except Exception as e:  # noqa: BLE001
+                    status.update(label="The run failed", state="error")
+                    for s_ in L.sentences(e):
+                        st.error(s_)
+        r = runs.get((*v.key, pool))
+        if r is not None:
+            m = st.columns(4)
+            m[0].metric("Verified", "ok" if r.ok else "FAILED", f"rel. err {r.rel_err:.1e}", delta_color="off")
+            m[1].metric("Median", f"{r.median_ms:.4g} ms", f"IQR {r.spread_ms:.2g} ms", delta_color="off")
+            m[2].metric("GFLOP/s", f"{r.gflops:,.1f}")
+            m[3].metric(f"vs {r.ref or 'reference'}", f"{r.vs_ref:.2f}x" if r.vs_ref else "n/a",
+                        help="reference time / kernel time, both timed on the server")
+            st.caption(f"{r.device} · {r.versions} · {r.date} · recorded in the results store" +
+                       (f" · {r.note}" if r.note else ""))
+        return None
     if v.why_not:
         st.button("Compile & run", disabled=True, help=v.why_not, key="lab_run_disabled")
         st.caption(f"This machine cannot time CUDA kernels: {v.why_not}")

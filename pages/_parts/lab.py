@@ -327,6 +327,25 @@ def run(op: str, shape_items: tuple, knobs, target: str, _preset: str = ""):
     return r
 
 
+@st.cache_data(ttl=3, show_spinner=False)
+def tracker_servers(host: str, port: int) -> list[dict]:
+    """The tracker's servers per key (free, total, pending), asked at most every 3 s."""
+    from kernels import remote
+    return [{"key": s.key, "free": s.free, "total": s.total, "pending": s.pending} for s in remote.servers(host, port)]
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def run_remote(op: str, shape_items: tuple, knobs, target: str, pool: str):
+    """remote.run on a server of the pool, recorded with source rpc:KEY; cached per pool like local runs."""
+    from kernels import remote
+    r = remote.run(op, dict(shape_items), knobs, target, pool)
+    try:
+        results.record(r, preset="", source=f"rpc:{pool.rsplit(':', 1)[1]}")
+    except Exception:               # noqa: BLE001 - a read-only store must not hide the measurement
+        pass
+    return r
+
+
 def recorded_ms(op: str, shape_items: tuple, knobs, target: str) -> float | None:
     """The median of the newest verified run of exactly this kernel on this device in the results store."""
     try:

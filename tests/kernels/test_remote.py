@@ -189,3 +189,29 @@ def test_run_fails_when_the_server_dies_mid_run(tracker, tmp_path):
         stop(doomed)
     out, err = run.communicate(timeout=120)
     one_error_line(subprocess.CompletedProcess(run.args, run.returncode, out, err), db, "'doomed'", "went away")
+
+
+def test_the_lab_lists_the_pool_and_runs_on_one_of_its_servers(tracker, tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "tests" / "pages"))
+    from pages_app import open_page
+    port, _ = tracker
+    lab = open_page(None, tmp_path, monkeypatch)
+    lab.toggle(key="lab_remote").set_value(True)
+    lab.text_input(key="lab_tracker").input(f"{HOST}:{port}")
+    lab.text_input(key="lab_rpc_key").input(KEY).run()
+    assert not lab.exception, [e.value for e in lab.exception]
+    pool = next(d.value for d in lab.dataframe if "free" in d.value.columns)
+    assert pool[pool.key == KEY].total.iloc[0] >= 1
+    lab.button(key="lab_run_remote").click().run()
+    metrics = {m.label: m.value for m in lab.metric}
+    assert metrics["Verified"] == "ok" and metrics["vs numpy matmul (OpenBLAS)"].endswith("x")
+    assert any("via rpc" in c.value for c in lab.caption)
+
+
+def test_the_lab_says_when_the_tracker_is_down(tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "tests" / "pages"))
+    from pages_app import open_page
+    lab = open_page(None, tmp_path, monkeypatch)
+    lab.toggle(key="lab_remote").set_value(True)
+    lab.text_input(key="lab_tracker").input(f"{HOST}:{free_port()}").run()
+    assert not lab.exception and any("tracker" in e.value.lower() for e in lab.error)
