@@ -18,6 +18,7 @@ from kernels import build
 from kernels import knobs as K
 from kernels.ops import OPS
 from kernels.records import LEVELS, passes_line, totals
+from kernels.sass import NCU
 from pages._parts import lab as L
 
 ss = st.session_state
@@ -306,7 +307,7 @@ def machine_section(v: View) -> None:
     inst = c.machine["instructions"]
     level = {"global_ld": "global", "global_st": "global", "ldgsts": "global → shared", "shared_ld": "shared",
              "shared_st": "shared", "local_ld": "local", "local_st": "local"}
-    rows = [{"metric": m, "level": level.get(k, "global"), "count": c.ncu[m]} for k, m in L.NCU.items()
+    rows = [{"metric": m, "level": level.get(k, "global"), "count": c.ncu[m]} for k, m in NCU.items()
             if m in c.ncu and (c.ncu[m] or level.get(k) != "local")]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="content",
                  column_config={"count": st.column_config.NumberColumn(format="localized")})

@@ -156,17 +156,6 @@ def make(x) -> int | Lanes:
     return int(x) & M32
 
 
-def pred_and(a, b):
-    """Logical and of two predicates (bool or bool arrays)."""
-    if a is True:
-        return b
-    if b is True:
-        return a
-    if a is False or b is False:
-        return False
-    return a & b
-
-
 def pred_not(a):
     return (not a) if isinstance(a, bool) else ~a
 

@@ -25,7 +25,6 @@ from kernels import build, fpga, results
 from kernels import knobs as K
 from kernels.ops import OPS
 from kernels.records import Counts
-from kernels.sass import NCU
 
 from .recorded import bench_tables
 
