@@ -1,9 +1,12 @@
-"""Walkthrough: the seed's GEMM story as four clickable steps, each with its drawable tile, its counts and its
-measured time; the CPU's own progression timed live; then which cache level won, from the measurements."""
+"""Walkthrough: the seed's GEMM story as four clickable steps, then the steps that took it to `best` on the H200,
+each with its drawable tile, its counts and its measured times (past the seed: the reason, both sizes, the ratio
+to cuBLAS timed in the same run, and the data file behind every number); the CPU's own progression timed live;
+then which cache level won, from the measurements."""
 from __future__ import annotations
 
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 import viz
@@ -13,6 +16,7 @@ from pages._parts import lab as L
 from pages._parts import recorded as R
 from pages._parts import ui
 from pages._parts import walk as W
+from pages._parts import walk_best as B
 from pages._parts.frame import through_app
 
 through_app()
@@ -28,21 +32,36 @@ NCU_SHOWN = {"smsp__inst_executed_op_global_ld.sum": "global load instructions",
 
 # ---------------------------------------------------------------- sections
 def step_section(n: int, shape: dict, times: pd.DataFrame) -> None:
-    step, prev_step = W.STEPS[n], W.STEPS[max(n - 1, 0)]
+    step, prev_step = W.ALL[n], W.ALL[max(n - 1, 0)]
     knobs, prev = W.knobs(step, shape), W.knobs(prev_step, shape)
     st.subheader(f"Step {n}: {step.title}" if n else "Where the course starts: the baseline")
-    st.markdown(f"> *{step.seed}* — the seed")
+    st.markdown(f"> *{step.seed}* — the seed" if step.seed else f"> **Why.** {step.why}")
     st.markdown(step.reading)
     st.caption(f"Knobs at {W.shape_words(shape)}: `{K.knobs_text(knobs)}`")
     if n:
+        changes = W.changed(prev, knobs)
         st.caption("Changed from step " + (f"{n - 1}" if n > 1 else "0 (the baseline)") + ": "
-                   + "; ".join(f"`{c}`" for c in W.changed(prev, knobs)))
+                   + ("; ".join(f"`{c}`" for c in changes) if changes else "nothing at this size"))
+    if n >= B.FIRST and (where := B.best_at(n)):
+        st.caption(f"These are `best`'s knobs at {' and '.join(where)} (`kernels.knobs.preset`).")
     left, right = st.columns([1.1, 1], gap="large")
     with left:
         ui.guarded(tile, n, knobs)
     with right:
         ui.guarded(counts, n, knobs, prev, shape)
-    st.markdown(f"**Measured.** {W.time_sentence(times, n)}")
+    if n < len(W.STEPS):
+        st.markdown(f"**Measured.** {W.time_sentence(times, n)}")
+    else:
+        ui.guarded(measured_section, n)
+
+
+def measured_section(n: int) -> None:
+    recs = B.measured(n)
+    st.markdown(B.heading(recs) + "\n\n" + "\n\n".join(f"- {B.sentence(r)}" for r in recs))
+    for line in B.evidence_lines(n):
+        st.markdown(line)
+    for line in B.source_lines(recs):
+        st.caption("Data. " + line)
 
 
 def tile(n: int, knobs) -> None:
@@ -70,14 +89,14 @@ def counts(n: int, knobs, prev, shape: dict) -> None:
         st.caption(s)
     if full:
         table = pd.DataFrame({k: {NCU_SHOWN[m]: c.ncu.get(m) for m in NCU_SHOWN} for k, c in full.items()})
-        st.markdown("**Predicted Nsight Compute counts at full size** (warp-level instructions, the simulator's "
-                    "model of what nvcc emits; the Hardware check page shows how close it comes)")
+        st.markdown("**Nsight Compute's counts at full size** (warp-level instructions of the compiled SASS, "
+                    "emulated; the Hardware check page shows how they compare with the H200's counters)")
         st.dataframe(table, width="stretch",
                      column_config={c: st.column_config.NumberColumn(format="localized") for c in table})
 
 
 def times_section(times: pd.DataFrame) -> None:
-    st.subheader("Every step, as measured")
+    st.subheader("The seed's steps, as measured")
     if times.empty:
         st.info("No GPU runs of GEMM are recorded under data/.")
         return
@@ -159,15 +178,41 @@ def levels_section(runs: pd.DataFrame) -> None:
                "the CPU schedules have no cache-scope knob and this question is asked of the GPU only.")
 
 
+def best_section() -> None:
+    st.subheader("From the seed to best, as measured")
+    table = B.table()
+    got = table[table["vs_ref"].notna()]
+    bare = [s for s in dict.fromkeys(table["step"]) if s not in set(got["step"])]
+    if not got.empty:
+        fig = viz.grouped_bars(got.assign(ratio=got["vs_ref"].astype(float)), "step", "ratio", "shape",
+                               title="Speed relative to cuBLAS timed in the same run (above 1x: faster)",
+                               y_title="cuBLAS ms / kernel ms", log=False, unit="x", reference=1.0,
+                               reference_label="cuBLAS", hover=("recorded as", "file", "run of"))
+        fig.add_trace(go.Scatter(x=bare, y=[0.0] * len(bare), mode="text", textposition="top center",
+                                 text=["no cuBLAS<br>in that run"] * len(bare), showlegend=False, hoverinfo="skip"))
+        fig.update_xaxes(categoryarray=list(dict.fromkeys(table["step"])), tickangle=-30)   # every step, bar or not
+        ui.chart(fig, "walk_best", "walkthrough-seed-to-best")
+    st.dataframe(table.drop(columns=["n", "median_ms", "vs_ref"]), hide_index=True, width="stretch")
+    st.caption("Each step's row is the run in data/ that timed exactly its knobs (the recorded knob text is "
+               "checked against the step's); `vs cuBLAS` is cuBLAS's time over the kernel's where the file "
+               "records cuBLAS timed in the same process, and blank where it does not. `vs previous step` says "
+               "whether the two times come from one run or from two.")
+    if bare:
+        st.caption(f"No bar for {', '.join(bare)}: data/ records no cuBLAS time from the run that timed "
+                   + ("them." if len(bare) > 1 else "it."))
+
+
 # ---------------------------------------------------------------- the page
 st.title("Walkthrough: the seed's GEMM, one decision at a time")
 st.caption("Four decisions turn the course's baseline GEMM into the seed's schedule: tiles per block, a patch "
-           "per thread, operands cached at a k split, vector loads. Each step below is the previous one plus "
-           "that decision, as knobs of the same schedule engine the Lab uses, so its tile, counts and times come "
+           "per thread, operands cached at a k split, vector loads. The steps after them are the decisions that "
+           "took the seed's schedule to `best` on the H200. Each step below is the previous one plus that "
+           "decision, as knobs of the same schedule engine the Lab uses, so its tile, counts and times come "
            "from the kernel itself.")
 c = st.columns([4, 1])
-ui.from_url("step", range(len(W.STEPS)), 1)
-n = c[0].segmented_control("Step", list(range(len(W.STEPS))), format_func=W.label, key="step", required=True)
+ui.from_url("step", range(len(W.ALL)), 1)
+n = c[0].segmented_control("Step", list(range(len(W.ALL))), format_func=W.label, key="step", required=True,
+                           wrap=True)         # the seed's steps and the steps past it: two rows, all in view
 ui.to_url("step", n, 1)
 size = c[1].segmented_control("Counts at", list(W.SIZES), key="size", bind="query-params", default="speed test",
                              required=True)
@@ -177,6 +222,7 @@ times = ui.guarded(W.step_times, runs) if runs is not None else None
 times = times if times is not None else pd.DataFrame(columns=["step", "n", "date", "median_ms", "vs previous step"])
 ui.guarded(step_section, n, shape, times)
 ui.guarded(times_section, times)
+ui.guarded(best_section)
 ui.guarded(cpu_section)
 if runs is not None:
     ui.guarded(levels_section, runs)

@@ -30,10 +30,11 @@ def chart(fig, key: str, name: str, **kw) -> None:
 
 
 def counts(op: str, shape: dict, knobs, target: str, wait: float, asked: set):
-    """Full-size counts, or raises L.Pending (the background worker keeps counting; `asked` collects the key
-    so the page can poll for it)."""
-    asked.add((op, tuple(shape.items()), knobs, target))
-    return L.full_counts(op, tuple(shape.items()), knobs, target, wait)
+    """Full-size counts, with the machine's (the emulated SASS's) on CUDA, or raises L.Pending (the background
+    worker keeps counting; `asked` collects the key so the page can poll for it)."""
+    machine = target == "cuda"
+    asked.add((op, tuple(shape.items()), knobs, target, machine))
+    return L.full_counts(op, tuple(shape.items()), knobs, target, wait, machine)
 
 
 @st.fragment(run_every=2.0)
