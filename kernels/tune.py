@@ -142,6 +142,7 @@ def search(op: str, shape: dict, target: str, trials: int, measure, rng=None, ba
     cands = list(start or pool(op, target, shape, rng, max(4 * trials, 32)))
     feats = {k: features(op, shape, k, target) for k in cands}
     model, done, history = Model(), {}, []
+    presets = {preset(op, target, name, shape) for name in ("best", "seed")}
     while len(history) < trials:
         todo = [k for k in cands if k not in done]
         if not todo:
@@ -149,8 +150,11 @@ def search(op: str, shape: dict, target: str, trials: int, measure, rng=None, ba
         pred = model.predict(np.stack([feats[k] for k in todo]))
         order = list(np.argsort(pred))
         n = min(batch, trials - len(history), len(todo))
-        pick = [todo[i] for i in order[:n - n // 4]]
-        rest = [todo[i] for i in order[n - n // 4:]]
+        first = [k for k in todo if k in presets][:n]            # what is known to be good is measured first
+        order = [i for i in order if todo[i] not in first]
+        m = n - len(first)
+        pick = first + [todo[i] for i in order[:m - m // 4]]
+        rest = [todo[i] for i in order[m - m // 4:]]
         pick += [rest[j] for j in rng.permutation(len(rest))[:n - len(pick)]] if rest else []
         for k, (ms, rel, err) in zip(pick, measure(pick)):
             p = float(pred[todo.index(k)])

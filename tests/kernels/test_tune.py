@@ -55,3 +55,10 @@ def test_tuning_cuda_without_a_gpu_fails_with_a_sentence():
     from kernels.knobs import KnobError
     with pytest.raises(KnobError, match="no CUDA GPU"):
         tune.tune("gemm", S, "cuda", trials=2)
+
+
+def test_the_presets_are_measured_first():
+    seen = []
+    tune.search("gemm", S, "cpu", 4, lambda ks: [seen.extend(ks) or (1.0, 0.0, "") for _ in ks],
+                np.random.default_rng(0), batch=4)
+    assert preset("gemm", "cpu", "best", S) in seen[:2] and preset("gemm", "cpu", "seed", S) in seen[:2]
