@@ -87,7 +87,10 @@ def device_name(target: str) -> str:
         return DEVICE
     if target == "cuda":
         try:
-            return tvm.cuda(0).device_name
+            dev = tvm.cuda(0)
+            # `exist` goes through the CUDA runtime, which initialises the driver; the name is read with the
+            # driver API, which in a fresh process (an RPC server's session) fails until something has
+            return dev.device_name if dev.exist else "CUDA GPU"
         except Exception:       # noqa: BLE001
             return "CUDA GPU"
     model = platform.processor() or "CPU"

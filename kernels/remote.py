@@ -120,7 +120,11 @@ def _session(pool: Pool, wait_s: float, session_s: float) -> tuple[rpc.RPCSessio
         sock.close()
     try:
         return rpc.connect(url, port, matchkey, session_timeout=session_s), f"{url}:{port}"
-    except Exception:       # noqa: BLE001 - the connection's own error is a traceback's worth of C++
+    except Exception as e:  # noqa: BLE001 - the connection's own error is a traceback's worth of C++
+        # The server starts each session as a fresh Python (a few seconds): a session time shorter than that
+        # runs out before the session answers, and the server resets the connection.
+        if "RPCSessionTimeoutError" in str(e) or (session_s and session_s < SESSION_START_S):
+            raise RemoteError(_expired(session_s, pool, f"{url}:{port}")) from None
         raise RemoteError(f"The RPC server the tracker named for key '{pool.key}' ({url}:{port}) did not accept "
                           "a session; check that it still runs (and that this machine reaches that address), "
                           "and run again.") from None
@@ -138,6 +142,14 @@ def _none_free(pool: Pool, wait_s: float) -> str:
             "run again later, or wait longer with --rpc-wait.")
 
 
+SESSION_START_S = 15.0
+
+
+def _expired(session_s: float, pool: Pool, addr: str) -> str:
+    return (f"The {session_s:g} s RPC session on the server under key '{pool.key}' ({addr}) expired before the run "
+            "finished; give it more with --rpc-timeout, or use fewer --repeat.")
+
+
 @contextlib.contextmanager
 def _faults(pool: Pool, addr: str, sess: rpc.RPCSession, session_s: float):
     """Anything the session raises becomes one sentence: the session ran out of time, the server went away, or
@@ -149,9 +161,7 @@ def _faults(pool: Pool, addr: str, sess: rpc.RPCSession, session_s: float):
     except Exception as e:      # noqa: BLE001 - RPC failures arrive as assorted TVM and OS errors
         text = str(e)
         if "RPCSessionTimeoutError" in text:
-            raise RemoteError(f"The {session_s:g} s RPC session on the server under key '{pool.key}' ({addr}) "
-                              "expired before the run finished; give it more with --rpc-timeout, or use fewer "
-                              "--repeat.") from None
+            raise RemoteError(_expired(session_s, pool, addr)) from None
         if _answers(sess):
             raise RemoteError(f"The RPC server under key '{pool.key}' ({addr}) failed at the run ("
                               f"{_first_line(text)}); see the server's log.") from None
@@ -254,6 +264,7 @@ def measure_pool(op: str, shape: Shape, target: str, pool: Pool | str, repeat: i
     """measure() for the tuner (kernels.tune.search) over every free server under the pool's key: one session per
     server, in parallel, each verifying and timing one candidate at a time; compiled here. `measure.used` names
     the servers that measured."""
+    from . import tune
     pool = parse(pool) if isinstance(pool, str) else pool
     width = max(1, next((s.free for s in servers(pool.host, pool.port) if s.key == pool.key), 1))
     lock = threading.Lock()
@@ -272,6 +283,10 @@ def measure_pool(op: str, shape: Shape, target: str, pool: Pool | str, repeat: i
                     k = queue.pop(0)
                     measure.used.add(addr)
                     name = f"k{len(got)}_{threading.get_ident()}.so"  # a library loaded once may not be replaced
+                fault = tune.preflight(op, shape, k, target)     # a faulting kernel would end the session
+                if fault:
+                    got[k] = (None, None, fault)
+                    continue
                 try:
                     with tempfile.TemporaryDirectory() as d, _faults(pool, addr, sess, session_s):
                         build.executable(op, shape, k, target, device=tgt).export_library(os.path.join(d, name))

@@ -66,13 +66,32 @@ def reference_ms(op: str, target: str, shape_json: str, repeat: int) -> float:
 
 
 def register() -> None:
-    """Runs in TVM's server process before it forks one process per session, so every session has these.
-    Importing kernels.build sets TVM_NUM_THREADS (one worker per physical core) before any session starts
-    TVM's thread pool, as on a local run. Nothing here touches CUDA: a forked child could not use it then."""
+    """Runs in TVM's server process before its listen loop. Each session then starts as a fresh (spawned)
+    Python that registers these functions itself (_session): a session forked from the listener, as TVM does
+    by default, found the CUDA driver 'not initialized' on the H200 machine (CUDA_ERROR_NOT_INITIALIZED in
+    cuDeviceGetName), which a fresh process never does."""
+    import multiprocessing
+
+    from tvm.rpc import server
+    multiprocessing.set_start_method("spawn", force=True)
+    server._serve_loop = _session           # what the listener starts per connection, looked up at that time
+    _functions()
+
+
+def _functions() -> None:
+    """Importing kernels.build sets TVM_NUM_THREADS (one worker per physical core) before the session starts
+    TVM's thread pool, as on a local run."""
     import tvm_ffi
     from . import build  # noqa: F401
     for name, fn in ((DEVICE_INFO, device_info), (REFERENCE_NAME, reference_name), (REFERENCE_MS, reference_ms)):
         tvm_ffi.register_global_func(name, fn, override=True)
+
+
+def _session(sock, load_library, work_path):
+    """One RPC session in its own fresh process: Kernel Lab's functions, then TVM's serving loop."""
+    _functions()
+    from tvm.rpc import server
+    server._serve_loop(sock, load_library, work_path)
 
 
 def _address(text: str) -> tuple[str, int]:

@@ -173,17 +173,41 @@ def search(op: str, shape: dict, target: str, trials: int, measure, rng=None, ba
     return history
 
 
-def local_measure(op: str, shape: dict, target: str, repeat: int = 5, workers: int = 2):
+def compile_workers() -> int:
+    """Threads that compile candidates at once: one per core this process may use (2 here, 16 on the H200's
+    host), at most 16."""
+    from . import build
+    return max(2, min(16, build._physical_cores()))
+
+
+def preflight(op: str, shape: dict, k, target: str) -> str | None:
+    """On CUDA, the emulated SASS first: a kernel whose lane addresses are misaligned would fault on the GPU and
+    take the tuning process with it ('misaligned address' is not recoverable), so it is a failed trial instead.
+    A kernel the emulator cannot follow is measured all the same."""
+    if target != "cuda":
+        return None
+    from . import sass
+    try:
+        sass.machine_counts(op, shape, k)
+    except sass.Misaligned as e:
+        return f"it would fault on the GPU: {e}"
+    except Exception:           # noqa: BLE001 - not provable either way: the GPU decides
+        return None
+    return None
+
+
+def local_measure(op: str, shape: dict, target: str, repeat: int = 5, workers: int | None = None):
     """measure() on this machine: candidates compiled in parallel threads, then verified and timed one at a
     time on the device (verified against float64 before any time counts)."""
     from . import build
+    workers = workers or compile_workers()
 
     def compile_one(k):
         try:
             build.compiled(op, tuple(shape.items()), k, target)
-            return None
         except Exception as e:      # noqa: BLE001 - a candidate that fails to build is a failed trial
             return f"it did not build: {str(e).strip().splitlines()[-1][:200] if str(e).strip() else type(e).__name__}"
+        return preflight(op, shape, k, target)
 
     def measure(ks):
         with ThreadPoolExecutor(workers) as ex:
@@ -214,7 +238,9 @@ def tune(op: str, shape: dict, target: str, trials: int = 32, rpc: str | None = 
         if build.target_available(target):
             raise KnobError([build.target_available(target) + " Tune on a machine with a GPU, or pass --rpc."])
         measure, device = local_measure(op, shape, target), build.device_name(target)
-    history = search(op, shape, target, trials, measure, np.random.default_rng(seed), progress=progress)
+    batch = 4 if rpc else max(4, min(8, compile_workers()))     # a batch keeps the compiling threads busy
+    history = search(op, shape, target, trials, measure, np.random.default_rng(seed), batch=batch,
+                     progress=progress)
     ok = [t for t in history if t.ok]
     if not ok:
         raise KnobError([f"None of the {len(history)} candidates built and verified; see the trials."])

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .emulator import CLASSES, EmulationError, Machine
+from .emulator import CLASSES, EmulationError, Machine, Misaligned
 from .explain import explain
 from .launch import Launch, launches
 from .parse import Kernel, parse
@@ -24,7 +24,7 @@ NCU = {"global_ld": "smsp__inst_executed_op_global_ld.sum", "global_st": "smsp__
        "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "ldgsts": "smsp__inst_executed_op_ldgsts.sum",
        "local_ld": "smsp__inst_executed_op_local_ld.sum", "local_st": "smsp__inst_executed_op_local_st.sum"}
 
-__all__ = ["EmulationError", "ToolchainError", "Compiled", "MachineCounts", "compiled", "explain", "machine_counts",
+__all__ = ["EmulationError", "Misaligned", "ToolchainError", "Compiled", "MachineCounts", "compiled", "explain", "machine_counts",
            "NCU"]
 
 

@@ -606,6 +606,7 @@ def ldg(m, ins, mask, g, w):
     o = _mem_op(ins)
     addr = m.address(ins, o, True)
     active = m._and(mask, g)
+    m.check_aligned(ins, addr, active, width, "global")
     n = m.sectors_of(addr, active, width)
     m.sectors += n
     m.per_pc_sectors[ins.pc] += n
@@ -621,6 +622,7 @@ def stg(m, ins, mask, g, w):
         return
     from .emulator import _bytes
     addr = m.address(ins, _mem_op(ins), True)
+    m.check_aligned(ins, addr, m._and(mask, g), _bytes(ins), "global")
     m.note_tensor(ins.pc, addr, m._and(mask, g))
     if m.tracer:
         m.tracer.memory(m, ins, "global", "write", m._and(mask, g), addr, _bytes(ins))
@@ -635,6 +637,8 @@ def ldgsts(m, ins, mask, g, w):
     sh = m.address(ins, mems[0], False)
     gl = m.address(ins, mems[1], True)
     active = m._and(mask, g)
+    m.check_aligned(ins, sh, active, width, "shared")
+    m.check_aligned(ins, gl, active, width, "global")
     n = m.sectors_of(gl, active, width)
     m.sectors += n
     m.per_pc_sectors[ins.pc] += n
@@ -649,6 +653,7 @@ def lds(m, ins, mask, g, w):
     from .emulator import _bytes
     width = _bytes(ins)
     addr = m.address(ins, _mem_op(ins), False)
+    m.check_aligned(ins, addr, m._and(mask, g), width, "shared")
     if m.tracer:
         m.tracer.memory(m, ins, "shared", "read", m._and(mask, g), addr, width)
     for r in _dsts(ins, width):
@@ -660,6 +665,7 @@ def sts(m, ins, mask, g, w):
         return
     from .emulator import _bytes
     addr = m.address(ins, _mem_op(ins), False)
+    m.check_aligned(ins, addr, m._and(mask, g), _bytes(ins), "shared")
     if m.tracer:
         m.tracer.memory(m, ins, "shared", "write", m._and(mask, g), addr, _bytes(ins))
 

@@ -31,6 +31,10 @@ CLASSES = {"LDG": "global_ld", "STG": "global_st", "LDS": "shared_ld", "LDSM": "
 UNSUPPORTED = {"CALL", "RET", "BRX", "JMX", "JMP", "ATOM", "ATOMG", "ATOMS", "RED", "BRA.DIV"}
 
 
+class Misaligned(RuntimeError):
+    """The kernel would fault on the GPU: a lane's address is not a multiple of its access width."""
+
+
 class EmulationError(RuntimeError):
     """The emulator met something it does not compute; the message is one sentence."""
 
@@ -366,6 +370,37 @@ class Machine:
                 self.pc_tensor[pc] = p.tensor
                 return
         self.pc_tensor[pc] = "?"
+
+    def check_aligned(self, ins: Instr, addr, active, width: int, space: str) -> None:
+        """A lane whose address is not a multiple of the access's width faults on the GPU ("misaligned
+        address", which ends the process that launched it): say so, with the first such lane."""
+        if width <= 1 or active is False:
+            return
+        mask = width - 1
+        if isinstance(addr, int):
+            bad = (addr & mask) != 0 and not self._empty(active)
+            lane = 0 if active is ALL or active is True else int(np.argmax(active))
+        else:
+            if isinstance(addr, tuple):
+                base, c = addr[1], addr[2]
+                key = ("al", id(base), c & mask, width)
+                hit = self._memo.get(key)
+                if hit is None or hit[0] is not base:
+                    hit = (base, (base.astype(np.int64) + (c & mask)) & mask)
+                    self._memo[key] = hit
+                low = hit[1]
+            else:
+                low = addr & mask
+            off = low != 0
+            if active is not ALL and active is not True:
+                off = off & active
+            bad = bool(off.any())
+            lane = int(np.argmax(off)) if bad else 0
+        if bad:
+            t, b = int(self.tid[lane]), int(self.block[lane])
+            raise Misaligned(f"{self.k.name}, instruction /*{ins.pc:04x}*/ {ins.text}: thread {t} of block {b} "
+                             f"accesses {space} memory at an address that is not a multiple of {width} bytes; "
+                             "the GPU stops the kernel with 'misaligned address'")
 
     def sectors_of(self, addr, active, width: int) -> int:
         """Distinct 32-byte sectors per request of the active lanes."""

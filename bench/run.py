@@ -1,0 +1,273 @@
+"""The project's one experiment runner: a plan (bench/plans/NAME.toml) says what to run, on which device, and
+which data file the outputs become; this runs it, here or on the GPU machine, and writes that file with the
+device, the date and the command.
+
+    python -m bench.run PLAN [--steps 1,3] [--out DIR]    run a plan (NAME or path); the data file is written
+                                                          under the repository (and a copy under DIR)
+    python -m bench.run PLAN --print                      the command line to give the device tool
+    python -m bench.run --list                            the plans, one line each, and what is wrong with any
+
+A plan:
+    title = "what the experiment asks"
+    device = "nvidia-h200"          "cpu" (this machine) or a kind of the device tool's machines
+    data = "data/h200_rpc.json"     the file it writes (one plan per data file)
+    note = "..."                    anything the reader of the data file should know (optional)
+    env = {K = "v"}                 for every step (optional); "" unsets a variable
+    [[steps]]                       run in order, each a command of the project's tools
+    name = "gemm local"
+    cmd = "python3 -m kernels run --op {op} --shape {shape} --target cuda --json"
+    each = [{op = "gemm", shape = "M=64,N=64,K=64"}, ...]    the command once per entry, {key} filled in
+    env = {...}; timeout_s = 600; background = true (a server the later steps use; stopped at the end)
+    wait_s = 5                      seconds to wait after starting it (background steps)
+    file = "x.json"                 the step writes {out}/x.json; its content is recorded instead of stdout
+
+Each command's stdout is recorded as JSON when it is JSON (or JSON lines), else as its last lines of text.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PLANS = Path(__file__).resolve().parent / "plans"
+KINDS = ("cpu", "nvidia-h200", "nvidia-h200-x2", "nvidia-h200-x4", "nvidia-h200-x8")
+STEP_KEYS = {"name", "cmd", "each", "env", "timeout_s", "background", "wait_s", "file"}
+PLAN_KEYS = {"title", "device", "data", "note", "env", "steps"}
+DEVICE_PREFIX = "bash .tvmslim/install.sh && export PYTHONPATH=/tmp/site:$PYTHONPATH && "
+
+
+class PlanError(ValueError):
+    pass
+
+
+def path_of(plan: str) -> Path:
+    p = Path(plan)
+    if p.suffix == ".toml" or p.exists():
+        return p.resolve()
+    return PLANS / f"{plan}.toml"
+
+
+def load(plan: str) -> dict:
+    """The plan as a dict, checked: one sentence naming the first problem otherwise."""
+    path = path_of(plan)
+    if not path.exists():
+        names = ", ".join(sorted(p.stem for p in PLANS.glob("*.toml")))
+        raise PlanError(f"There is no plan {plan}; the plans are: {names}.")
+    try:
+        d = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise PlanError(f"{path.name} is not valid TOML ({e}); fix the line it names.") from e
+    missing = [k for k in ("title", "device", "data", "steps") if k not in d]
+    if missing:
+        raise PlanError(f"{path.name} needs {', '.join(missing)}; see bench/run.py for a plan's fields.")
+    unknown = set(d) - PLAN_KEYS
+    if unknown:
+        raise PlanError(f"{path.name} has unknown fields {sorted(unknown)}; the fields are {sorted(PLAN_KEYS)}.")
+    if d["device"] not in KINDS:
+        raise PlanError(f"{path.name}: device {d['device']!r} is not one of {', '.join(KINDS)}.")
+    if not str(d["data"]).startswith("data/"):
+        raise PlanError(f"{path.name}: data {d['data']!r} must be a file under data/.")
+    for i, s in enumerate(d["steps"], 1):
+        bad = set(s) - STEP_KEYS
+        if bad or "cmd" not in s:
+            raise PlanError(f"{path.name} step {i}: needs cmd and knows only {sorted(STEP_KEYS)} (has {sorted(s)}).")
+        for e in s.get("each", [{}]):
+            try:
+                s["cmd"].format(out="OUT", **e)
+            except (KeyError, IndexError) as err:
+                raise PlanError(f"{path.name} step {i}: {{{err.args[0]}}} in cmd is not in its each entry.") from err
+    d["path"] = path
+    return d
+
+
+def rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def command(plan: dict) -> str:
+    return f"python -m bench.run {rel(plan['path'])}"
+
+
+def device_command(plan: dict) -> str:
+    """What to give the device tool (carry .tvmslim), or to run here for a CPU plan."""
+    if plan["device"] == "cpu":
+        return command(plan)
+    return DEVICE_PREFIX + f"python3 -m bench.run {rel(plan['path'])} --out $OUT"
+
+
+def _env(*layers: dict) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (str(ROOT), env.get("PYTHONPATH", "")) if x)
+    for layer in layers:
+        for k, v in layer.items():
+            if v == "":
+                env.pop(k, None)
+            else:
+                env[k] = str(v)
+    return env
+
+
+def parse_output(text: str):
+    """stdout as JSON, JSON lines, or its last 40 lines of text."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    try:
+        return [json.loads(ln) for ln in lines]
+    except json.JSONDecodeError:
+        return "\n".join(lines[-40:])
+
+
+def device_name(device: str) -> str:
+    """The machine the plan ran on, as the kernels name it."""
+    try:
+        from kernels import build
+        return build.device_name("cpu" if device == "cpu" else "cuda")
+    except Exception as e:          # noqa: BLE001 - the name is information, never a reason to lose the run
+        return f"{device} (name unknown: {type(e).__name__})"
+
+
+def run(plan: dict, steps: list[int] | None = None, out: Path | None = None, echo=print) -> dict:
+    """Run the plan's steps (all, or those numbered), writing the data file after each, and return its content."""
+    scratch = Path(tempfile.mkdtemp(prefix="plan-"))
+    doc = {"title": plan["title"], "plan": rel(plan["path"]), "device": device_name(plan["device"]),
+           "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+           "command": command(plan) + (f" --steps {','.join(map(str, steps))}" if steps else ""),
+           **({"note": plan["note"]} if plan.get("note") else {}), "steps": []}
+    try:
+        from kernels import build
+        doc["versions"] = build.versions()
+    except Exception:               # noqa: BLE001
+        pass
+    if steps and (ROOT / plan["data"]).exists():       # a later call of some steps keeps the other steps' runs
+        try:
+            old = json.loads((ROOT / plan["data"]).read_text())
+            if old.get("plan") == doc["plan"]:
+                doc["steps"] = [r for r in old.get("steps", []) if r.get("step") not in steps]
+                doc["earlier"] = old.get("earlier", []) + [{k: old[k] for k in ("date", "command", "device")
+                                                            if k in old}]
+        except (OSError, json.JSONDecodeError):
+            pass
+    servers: list[subprocess.Popen] = []
+    try:
+        for n, s in enumerate(plan["steps"], 1):
+            if steps and n not in steps and not s.get("background"):
+                continue
+            env = _env(plan.get("env", {}), s.get("env", {}))
+            for e in s.get("each", [{}]):
+                cmd = s["cmd"].format(out=scratch, **e)
+                name = s.get("name", f"step {n}").format(**e)
+                echo(f"[{n}] {name}: {cmd}", flush=True)
+                if s.get("background"):
+                    log = scratch / f"background-{n}.log"
+                    servers.append(subprocess.Popen(shlex.split(cmd), cwd=ROOT, env=env, start_new_session=True,
+                                                    stdout=log.open("w"), stderr=subprocess.STDOUT))
+                    time.sleep(float(s.get("wait_s", 3)))
+                    if servers[-1].poll() is not None:      # it should still be serving
+                        tail = "\n".join(log.read_text().strip().splitlines()[-15:])
+                        doc["steps"].append({"step": n, "name": name, "cmd": cmd, "rc": servers[-1].returncode,
+                                             "seconds": float(s.get("wait_s", 3)), "output": None, "stderr": tail})
+                        echo(f"    it exited (rc {servers[-1].returncode}): {tail.splitlines()[-1] if tail else ''}")
+                    continue
+                doc["steps"].append(_one(n, name, cmd, e, s, env, scratch, echo))
+                _write(plan, doc, out)
+    finally:
+        for p in servers:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(scratch, ignore_errors=True)
+    _write(plan, doc, out)
+    return doc
+
+
+def _one(n: int, name: str, cmd: str, each: dict, s: dict, env: dict, scratch: Path, echo) -> dict:
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(shlex.split(cmd), cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=int(s.get("timeout_s", 600)))
+        rc, stdout, stderr = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, stdout = "timeout", (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        stderr = f"stopped after {s.get('timeout_s', 600)} s"
+    rec = {"step": n, "name": name, "cmd": cmd, **({"each": each} if each else {}), "rc": rc,
+           "seconds": round(time.perf_counter() - t0, 2)}
+    if s.get("file"):
+        f = scratch / s["file"].format(**each)
+        rec["output"] = json.loads(f.read_text()) if f.exists() else None
+        f.unlink(missing_ok=True)
+    else:
+        rec["output"] = parse_output(stdout)
+    if rc != 0:
+        rec["stderr"] = "\n".join(stderr.strip().splitlines()[-15:])
+    echo(f"    rc {rc}, {rec['seconds']} s" + (f": {rec['stderr'].splitlines()[-1]}" if rc != 0 and rec.get("stderr")
+                                                  else ""), flush=True)
+    return rec
+
+
+def _write(plan: dict, doc: dict, out: Path | None) -> None:
+    text = json.dumps(doc, indent=1, default=str) + "\n"
+    dest = ROOT / plan["data"]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(text)
+    if out:
+        (out / plan["data"]).parent.mkdir(parents=True, exist_ok=True)
+        (out / plan["data"]).write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0])
+    ap.add_argument("plan", nargs="?", help="a plan's name under bench/plans, or its path")
+    ap.add_argument("--steps", help="only these steps (1-based, comma-separated); background steps always start")
+    ap.add_argument("--out", type=Path, help="also copy the data file here (the device tool's $OUT)")
+    ap.add_argument("--print", action="store_true", help="print the command that runs the plan where it belongs")
+    ap.add_argument("--list", action="store_true", help="list the plans")
+    a = ap.parse_args(argv)
+    try:
+        if a.list or not a.plan:
+            for p in sorted(PLANS.glob("*.toml")):
+                try:
+                    d = load(str(p))
+                    print(f"{p.stem:28s} {d['device']:12s} -> {d['data']}: {d['title']}")
+                except PlanError as e:
+                    print(f"{p.stem:28s} PROBLEM: {e}")
+            return 0
+        plan = load(a.plan)
+        if a.print:
+            print(device_command(plan))
+            if plan["device"] != "cpu":
+                print("(device tool: carry [\".tvmslim\"]; then copy files_at/" + plan["data"] + " to "
+                      + plan["data"] + ")")
+            return 0
+        steps = [int(x) for x in a.steps.split(",")] if a.steps else None
+    except (PlanError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    doc = run(plan, steps, a.out)
+    bad = [s["name"] for s in doc["steps"] if s["rc"] != 0]
+    print(f"wrote {plan['data']} ({len(doc['steps'])} runs" + (f"; failed: {', '.join(bad)}" if bad else "") + ")")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
