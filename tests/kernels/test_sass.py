@@ -196,3 +196,29 @@ def test_the_machine_trace_of_a_spilling_tile_has_local_memory():
     assert {r.tensor for r in reads} == {"A", "B"} and len(reads) == 2 * 8 * 8     # nvcc loads each input once
     products = [r for r in tr.records if r.level == "register"]
     assert len(products) == 2 * 8 ** 3                     # and every multiply-add reads both from registers
+
+
+def test_a_misaligned_vector_copy_is_a_fault_with_a_sentence_and_never_a_valid_knob():
+    """A tuner's candidate that aborted the H200 process ('misaligned address', data/h200_anchors.json): 2-float
+    cp.async copies into shared rows of k_split=1 float. The emulator names the lane and instruction; the
+    validation refuses the knobs; the recorded kernels (which all ran) never trip the check (the slow tests)."""
+    from kernels.knobs import KnobError, knob_class, parse_knobs
+    from kernels.tune import preflight
+    text = "tile_m=64,tile_n=64,patch_m=16,patch_n=64,k_split=1,cache_a=shared+local,cache_b=shared+local," \
+           "vector=2,pipeline=true,stages=3,async_copy=true"
+    s = {"M": 64, "N": 64, "K": 64}
+    k = parse_knobs("gemm", "cuda", text, knob_class("gemm", "cuda")())        # as given, not validated
+    with pytest.raises(sass.Misaligned, match=r"LDGSTS\.E\.64.*not a multiple of 8 bytes.*misaligned address"):
+        sass.machine_counts("gemm", s, k)
+    assert preflight("gemm", s, k, "cuda").startswith("it would fault on the GPU: ")
+    assert preflight("gemm", s, k, "cpu") is None
+    with pytest.raises(KnobError, match="needs k_split to be a multiple of 2"):
+        resolve("gemm", "cuda", s, None, text)
+    assert preflight("gemm", s, preset("gemm", "cuda", "best", s), "cuda") is None
+
+
+def test_the_alignment_check_sees_one_lane_off_its_boundary():
+    ok = run(listing("S2R R0, SR_TID.X", "IMAD.SHL.U32 R2, R0, 0x8, RZ", "STS.64 [R2], RZ", "EXIT"))
+    assert ok.counts["shared_st"] == 1
+    with pytest.raises(sass.Misaligned, match="thread 1 of block 0 accesses shared memory"):
+        run(listing("S2R R0, SR_TID.X", "IMAD.SHL.U32 R2, R0, 0x4, RZ", "STS.64 [R2], RZ", "EXIT"))

@@ -62,3 +62,17 @@ def test_the_presets_are_measured_first():
     tune.search("gemm", S, "cpu", 4, lambda ks: [seen.extend(ks) or (1.0, 0.0, "") for _ in ks],
                 np.random.default_rng(0), batch=4)
     assert preset("gemm", "cpu", "best", S) in seen[:2] and preset("gemm", "cpu", "seed", S) in seen[:2]
+
+
+def test_best_on_the_h200_is_the_shipped_tuned_winner_where_one_was_measured():
+    """data/h200_anchors.json (bench/plans/h200_anchors.toml): the MobileNet-style layer, tuned on the H200."""
+    from kernels.knobs import resolve
+    from kernels.tune import shipped_best, shipped_rows
+    rows = [r for _, _, r in shipped_rows() if r["ours"].get("ok")]
+    assert rows, "the shipped H200 tuner data holds no verified winner"
+    for r in rows:
+        got = shipped_best(r["op"], r["target"], r["shape"], r["device"])
+        assert got is not None and "best is the tuner's winner" in got[1] and r["device"] in got[1]
+        resolve(r["op"], r["target"], r["shape"], None, got[0])        # a valid knob set at that shape
+        assert r["ours"]["median_ms"] > 0 and r["vendor_ms"] > 0
+        assert shipped_best(r["op"], r["target"], r["shape"], "another GPU") is None

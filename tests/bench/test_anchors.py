@@ -1,0 +1,42 @@
+"""bench.anchors: the held-out shape draw, and the side-by-side run on this machine's CPU."""
+from __future__ import annotations
+
+import pytest
+
+from bench import anchors
+from bench.shapes import BENCH_ROWS
+from kernels.knobs import parse_shape
+
+
+def test_the_held_out_draw_is_fixed_by_its_seed_varied_and_never_a_benchmark_row():
+    a = anchors.suite_shapes(anchors.OPS, 20, 12345)
+    assert a == anchors.suite_shapes(anchors.OPS, 20, 12345)
+    assert a != anchors.suite_shapes(anchors.OPS, 20, 12346)
+    bench = [(o, s) for o, s, _ in BENCH_ROWS]
+    for op in anchors.OPS:
+        mine = [s for o, s in a if o == op]
+        assert len(mine) == 20 and len({tuple(s.items()) for s in mine}) == 20
+        assert not [s for s in mine if (op, s) in bench]
+        for s in mine:
+            assert parse_shape(op, ",".join(f"{k}={v}" for k, v in s.items())) == s   # within the shape guards
+    gemm = [s for o, s in a if o == "gemm"]
+    assert any(s["K"] % 64 for s in gemm) and any(s["K"] % 64 == 0 for s in gemm)   # ragged and round sizes
+    assert all(64 <= s[d] <= 8192 for s in gemm for d in "MNK")
+
+
+def test_side_by_side_on_the_cpu_verifies_and_times_ours_against_numpy():
+    row = anchors.side("gemm", {"M": 40, "N": 24, "K": 56}, "cpu", 4, seed=3, with_ms=False)
+    assert row["vendor"].startswith("numpy") and row["vendor_ms"] > 0 and row["vendor_ms_after"] > 0
+    ours = row["ours"]
+    assert ours["ok"] and ours["rel_err"] < 1e-4 and ours["median_ms"] > 0 and ours["trials"] == 4
+    assert ours["vs_vendor"] == pytest.approx(min(row["vendor_ms"], row["vendor_ms_after"]) / ours["median_ms"],
+                                              rel=1e-3)
+    assert "dlight" not in row and "metaschedule" not in row
+
+
+@pytest.mark.slow
+def test_metaschedule_runs_with_the_same_trial_budget_and_is_timed_like_ours():
+    row = anchors.side("gemm", {"M": 48, "N": 40, "K": 32}, "cpu", 4, seed=1, with_ms=True)
+    ms = row["metaschedule"]
+    assert "error" not in ms, ms
+    assert ms["ok"] and ms["rel_err"] < 1e-4 and ms["median_ms"] > 0 and ms["cost_model"] in anchors.MS_COST_MODELS
