@@ -26,31 +26,32 @@ MS_COST_MODELS = {"xgb": "xgboost", "mlp": "torch", "random": None}   # the firs
 
 
 # ------------------------------------------------------------------ held-out shapes
-def draw_shape(op: str, rng) -> dict:
+def draw_shape(op: str, rng, target: str = "cuda") -> dict:
     """One shape over ranges typical of transformer (GEMM) and CNN (convolution) layers; half of the sizes are
-    left as drawn (tiles rarely divide them), half rounded to a multiple of 64 (or a channel count)."""
+    left as drawn (tiles rarely divide them), half rounded to a multiple of 64 (or a channel count). On the CPU
+    (2 cores here) the ranges are a layer of a small batch: a tenth of the work or less."""
     def logu(lo, hi, round_to=1):
         v = int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
         return max(lo, v - v % round_to) if round_to > 1 and rng.random() < 0.5 else v
-    if op == "gemm":        # tokens x hidden x hidden: M up to 8192, N and K 64..8192
-        return {"M": logu(64, 8192, 64), "N": logu(64, 8192, 64), "K": logu(64, 8192, 64)}
-    if op == "conv1d":      # signal 2^10..2^22 samples, filter 3..2049 taps
-        return {"M": logu(1 << 10, 1 << 22, 1024), "N": logu(3, 2049)}
+    cpu = target == "cpu"
+    if op == "gemm":        # tokens x hidden x hidden
+        hi = 1536 if cpu else 8192
+        return {"M": logu(64, hi, 64), "N": logu(64, hi, 64), "K": logu(64, hi, 64)}
+    if op == "conv1d":      # a signal and a filter
+        return {"M": logu(1 << 10, 1 << (18 if cpu else 22), 1024), "N": logu(3, 513 if cpu else 2049)}
     chans = (16, 24, 32, 48, 64, 96, 128, 144, 192, 256, 384, 512)
-    b = int(rng.choice((1, 2, 4, 8, 16, 32)))
+    b = int(rng.choice((1, 2, 4) if cpu else (1, 2, 4, 8, 16, 32)))
     c = int(rng.choice(chans))
-    hw = int(rng.choice((7, 14, 28, 56, 112)))
+    hw = int(rng.choice((7, 14, 28, 56) if cpu else (7, 14, 28, 56, 112)))
     s = {"B": b, "C": c, "H": hw, "W": hw, "K": int(rng.choice((3, 3, 5, 7)))}
-    while b * c * hw * hw > 1 << 25:                    # keep a layer's activations under 128 MB
-        s["B"] = b = max(1, b // 2)
-        if b == 1:
-            break
+    while s["B"] > 1 and s["B"] * c * hw * hw > (1 << 21 if cpu else 1 << 25):    # activations' size capped
+        s["B"] //= 2
     if op == "dwsep_conv2d":
         s["F"] = int(rng.choice(chans))
     return s
 
 
-def suite_shapes(ops, per_op: int, seed: int) -> list[tuple[str, dict]]:
+def suite_shapes(ops, per_op: int, seed: int, target: str = "cuda") -> list[tuple[str, dict]]:
     from .shapes import BENCH_ROWS
     rng = np.random.default_rng(seed)
     bench = [(o, s) for o, s, _ in BENCH_ROWS]
@@ -58,7 +59,7 @@ def suite_shapes(ops, per_op: int, seed: int) -> list[tuple[str, dict]]:
     for op in ops:
         got = []
         while len(got) < per_op:
-            s = draw_shape(op, rng)
+            s = draw_shape(op, rng, target)
             if (op, s) not in bench and s not in got:
                 got.append(s)
         out += [(op, s) for s in got]
@@ -72,6 +73,13 @@ def vendor_ms(op: str, shape: dict, target: str, repeat: int = 7) -> tuple[str, 
     xs = DEFS[op].random_inputs(shape, np.random.default_rng(0))
     name, fn, sync = build.reference_timer(op, target, xs)
     return name, float(np.median(build._time_host(fn, repeat, sync)))
+
+
+def blas() -> list[dict]:
+    from threadpoolctl import threadpool_info
+    return [{k: i.get(k) for k in ("internal_api", "architecture", "version", "num_threads")}
+            for i in threadpool_info()] + [{"env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE",
+                                                                                     "OPENBLAS_L2_SIZE")}}]
 
 
 def timed(op: str, shape: dict, mod, target: str, repeat: int = 7) -> dict:
@@ -184,6 +192,8 @@ def side(op: str, shape: dict, target: str, trials: int, seed: int, with_ms: boo
     row = {"op": op, "shape": shape, "target": target, "device": build.device_name(target), "trials": trials,
            "seed": seed}
     row["vendor"], row["vendor_ms"] = vendor_ms(op, shape, target)
+    if target == "cpu":                 # which BLAS kernel numpy ran (the OPENBLAS_* variables change it)
+        row["blas"] = blas()
     parts = [("ours", lambda: ours(op, shape, target, trials, seed))] \
         + ([("dlight", lambda: dlight(op, shape))] if target == "cuda" and with_dlight else []) \
         + ([("metaschedule", lambda: metaschedule(op, shape, target, trials, seed))] if with_ms else [])
@@ -227,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(side(a.op, _shape(a.shape), a.target, a.trials, seed, not a.no_ms)), flush=True)
         return 0
     t0 = time.perf_counter()
-    todo = suite_shapes(a.ops.split(","), a.per_op, seed)
+    todo = suite_shapes(a.ops.split(","), a.per_op, seed, a.target)
     for i, (op, s) in enumerate(todo):
         if i < a.first:
             continue

@@ -774,12 +774,6 @@ def _vector_problems(k, s: Shape) -> list[str]:
     if getattr(k, p) % v:
         out.append(f"vector={v} needs {p} to be a multiple of {v} (it is {getattr(k, p)}); "
                    f"use vector={_largest_divisor(getattr(k, p), v)} or a wider patch.")
-    if isinstance(k, GemmCuda) and k.k_split % v and ("shared" in k.cache_a or "shared" in k.cache_b):
-        # found by the emulator (a tuner's candidate, k_split=1 with vector=2): the rows of the shared A tile
-        # are k_split floats long, so with k_split not a multiple of v a v-float copy lands off its boundary
-        out.append(f"vector={v} copies {v} floats at a time into shared memory, which needs k_split to be a "
-                   f"multiple of {v} (it is {k.k_split}) so each row of the shared tile starts on a {4 * v}-byte "
-                   f"boundary; use vector={_largest_divisor(k.k_split, v)} or a larger k_split.")
     if isinstance(k, (GemmCuda,)) and (s["N"] % v or s["K"] % v):
         out.append(f"vector={v} needs K and N divisible by {v} so every row starts on a {4 * v}-byte boundary "
                    f"(K={s['K']}, N={s['N']}); use vector=1.")

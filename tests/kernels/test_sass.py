@@ -198,11 +198,12 @@ def test_the_machine_trace_of_a_spilling_tile_has_local_memory():
     assert len(products) == 2 * 8 ** 3                     # and every multiply-add reads both from registers
 
 
-def test_a_misaligned_vector_copy_is_a_fault_with_a_sentence_and_never_a_valid_knob():
+def test_a_misaligned_vector_copy_is_a_fault_with_a_sentence_and_a_failed_trial():
     """A tuner's candidate that aborted the H200 process ('misaligned address', data/h200_anchors.json): 2-float
-    cp.async copies into shared rows of k_split=1 float. The emulator names the lane and instruction; the
-    validation refuses the knobs; the recorded kernels (which all ran) never trip the check (the slow tests)."""
-    from kernels.knobs import KnobError, knob_class, parse_knobs
+    cp.async copies into shared rows of k_split=1 float. The emulator names the lane and instruction, and the
+    tuner's preflight makes it a failed trial; the recorded kernels, which all ran, never trip the check (the
+    slow tests: k_split=2 with vector=4 did run, so no knob rule stands in for the emulator)."""
+    from kernels.knobs import knob_class, parse_knobs
     from kernels.tune import preflight
     text = "tile_m=64,tile_n=64,patch_m=16,patch_n=64,k_split=1,cache_a=shared+local,cache_b=shared+local," \
            "vector=2,pipeline=true,stages=3,async_copy=true"
@@ -212,8 +213,6 @@ def test_a_misaligned_vector_copy_is_a_fault_with_a_sentence_and_never_a_valid_k
         sass.machine_counts("gemm", s, k)
     assert preflight("gemm", s, k, "cuda").startswith("it would fault on the GPU: ")
     assert preflight("gemm", s, k, "cpu") is None
-    with pytest.raises(KnobError, match="needs k_split to be a multiple of 2"):
-        resolve("gemm", "cuda", s, None, text)
     assert preflight("gemm", s, preset("gemm", "cuda", "best", s), "cuda") is None
 
 
