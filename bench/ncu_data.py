@@ -1,11 +1,11 @@
-"""Turn an `ncu --csv --print-units base` log into data/ncu_h200.csv: one row per profiled kernel
-configuration (the counters of its launches summed), with the device, date, TVM version and command."""
+"""Read `ncu --csv --print-units base` logs: per launch (parse, by_kernel), and as data/ncu_h200.csv's rows, one
+per profiled kernel configuration (the counters of its launches summed; counter_rows, write_csv). bench/ncu.py
+runs Nsight Compute and reads its logs with these; bench/heldout.py judges its batches with `parse`."""
 from __future__ import annotations
 
 import csv
 import io
 import json
-import sys
 
 from kernels.knobs import knobs_text, resolve
 from kernels.traffic import lowered
@@ -47,9 +47,23 @@ def parse(ncu_text: str) -> list[dict]:
     return [launches[k] for k in sorted(launches, key=int)]
 
 
-def main(ncu_csv: str, launched_json: str, out_csv: str, device: str, date: str, tvm_version: str, command: str):
-    launches = parse(open(ncu_csv).read())
-    items = json.load(open(launched_json))
+def by_kernel(ncu_text: str) -> list[dict]:
+    """Per profiled launch (in order): {"kernel": its name, metric: value (a number where ncu wrote one)}."""
+    out: dict[int, dict] = {}
+    for r in rows(ncu_text):
+        v = r["Metric Value"].replace(",", "")
+        try:
+            v = float(v)
+        except ValueError:
+            pass
+        out.setdefault(int(r["ID"]), {"kernel": r["Kernel Name"]})[r["Metric Name"]] = v
+    return [out[k] for k in sorted(out)]
+
+
+def counter_rows(ncu_text: str, items: list[dict], **fields) -> list[dict]:
+    """One data/ncu_h200.csv row per listed kernel ({op, shape, preset, knobs}: the kernels launched, in order),
+    the counters of its launches summed, with `fields` (device, date, tvm, ...) appended."""
+    launches = parse(ncu_text)
     out, i = [], 0
     for it in items:
         k = resolve(it["op"], "cuda", it["shape"], it.get("preset"), it.get("knobs"))
@@ -61,16 +75,16 @@ def main(ncu_csv: str, launched_json: str, out_csv: str, device: str, date: str,
         for m in METRICS:
             row[m] = int(sum(g.get(m, 0) for g in got)) if m != "gpu__time_duration.sum" else \
                 sum(g.get(m, 0) for g in got)
-        row.update(device=device, date=date, tvm=tvm_version, command=command)
+        row.update(fields)
         out.append(row)
     if i != len(launches):
-        raise SystemExit(f"{len(launches)} launches profiled but {i} expected from the list")
+        raise ValueError(f"{len(launches)} launches profiled but {i} expected from the list")
+    return out
+
+
+def write_csv(rows_: list[dict], out_csv: str) -> None:
+    """Rows as data/ncu_h200.csv writes them (csv.DictWriter's defaults, columns in the first row's order)."""
     with open(out_csv, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(out[0]))
+        w = csv.DictWriter(f, fieldnames=list(rows_[0]))
         w.writeheader()
-        w.writerows(out)
-    print(f"{len(out)} kernels -> {out_csv}")
-
-
-if __name__ == "__main__":
-    main(*sys.argv[1:8])
+        w.writerows(rows_)

@@ -29,6 +29,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -43,7 +44,17 @@ ROOT = Path(__file__).resolve().parent.parent
 PLANS = Path(__file__).resolve().parent / "plans"
 KINDS = ("cpu", "nvidia-h200", "nvidia-h200-x2", "nvidia-h200-x4", "nvidia-h200-x8")
 STEP_KEYS = {"name", "cmd", "each", "env", "timeout_s", "background", "wait_s", "file"}
-PLAN_KEYS = {"title", "device", "data", "note", "env", "steps"}
+PLAN_KEYS = {"title", "device", "data", "note", "env", "record", "steps"}
+# How the steps' outputs become the data file (the layout its readers, pages and tests, expect):
+RECORDS = {
+    "steps": "a list of the steps' runs, each with its command, return code, seconds and output (the default)",
+    "last": "the last step's output (one JSON document, e.g. a merge of the earlier steps' files), with the plan's "
+            "command, date and device added",
+    "runs": "the steps' outputs as a list under runs, each with the command that reproduces it (--steps N)",
+    "join:KEY": "the first step's output, with the KEY lists of every step's output joined (each entry with the "
+                "command that reproduces it)",
+    "csv": "the rows of every step's output (output['rows']) as one CSV, each row with its command",
+}
 DEVICE_PREFIX = "bash .tvmslim/install.sh && export PYTHONPATH=/tmp/site:$PYTHONPATH && "
 
 
@@ -74,6 +85,11 @@ def load(plan: str) -> dict:
     unknown = set(d) - PLAN_KEYS
     if unknown:
         raise PlanError(f"{path.name} has unknown fields {sorted(unknown)}; the fields are {sorted(PLAN_KEYS)}.")
+    rec = d.get("record", "steps")
+    if rec not in RECORDS and not (rec.startswith("join:") and len(rec) > 5):
+        raise PlanError(f"{path.name}: record {rec!r} is not one of {', '.join(RECORDS)}.")
+    if (rec == "csv") != str(d["data"]).endswith(".csv"):
+        raise PlanError(f"{path.name}: a .csv data file needs record = \"csv\", and record = \"csv\" a .csv file.")
     if d["device"] not in KINDS:
         raise PlanError(f"{path.name}: device {d['device']!r} is not one of {', '.join(KINDS)}.")
     if not str(d["data"]).startswith("data/"):
@@ -84,11 +100,20 @@ def load(plan: str) -> dict:
             raise PlanError(f"{path.name} step {i}: needs cmd and knows only {sorted(STEP_KEYS)} (has {sorted(s)}).")
         for e in s.get("each", [{}]):
             try:
-                s["cmd"].format(out="OUT", **e)
-            except (KeyError, IndexError) as err:
+                fill(s["cmd"], out="OUT", **e)
+            except KeyError as err:
                 raise PlanError(f"{path.name} step {i}: {{{err.args[0]}}} in cmd is not in its each entry.") from err
     d["path"] = path
     return d
+
+
+def fill(text: str, **values) -> str:
+    """{name} replaced by its value; other braces (a JSON literal in a command) stay as they are."""
+    def one(m):
+        if m.group(1) not in values:
+            raise KeyError(m.group(1))
+        return str(values[m.group(1)])
+    return re.sub(r"\{([A-Za-z_]\w*)\}", one, text)
 
 
 def rel(path: Path) -> str:
@@ -158,7 +183,9 @@ def run(plan: dict, steps: list[int] | None = None, out: Path | None = None, ech
         doc["versions"] = build.versions()
     except Exception:               # noqa: BLE001
         pass
-    if steps and (ROOT / plan["data"]).exists():       # a later call of some steps keeps the other steps' runs
+    doc["partial"] = bool(steps)
+    if steps and (ROOT / plan["data"]).exists() and plan.get("record", "steps") == "steps":
+        # a later call of some steps keeps the other steps' runs
         try:
             old = json.loads((ROOT / plan["data"]).read_text())
             if old.get("plan") == doc["plan"]:
@@ -174,8 +201,8 @@ def run(plan: dict, steps: list[int] | None = None, out: Path | None = None, ech
                 continue
             env = _env(plan.get("env", {}), s.get("env", {}))
             for e in s.get("each", [{}]):
-                cmd = s["cmd"].format(out=scratch, **e)
-                name = s.get("name", f"step {n}").format(**e)
+                cmd = fill(s["cmd"], out=scratch, **e)
+                name = fill(s.get("name", f"step {n}"), **e)
                 echo(f"[{n}] {name}: {cmd}", flush=True)
                 if s.get("background"):
                     log = scratch / f"background-{n}.log"
@@ -198,6 +225,7 @@ def run(plan: dict, steps: list[int] | None = None, out: Path | None = None, ech
                 pass
         shutil.rmtree(scratch, ignore_errors=True)
     _write(plan, doc, out)
+    doc.pop("partial", None)
     return doc
 
 
@@ -213,7 +241,7 @@ def _one(n: int, name: str, cmd: str, each: dict, s: dict, env: dict, scratch: P
     rec = {"step": n, "name": name, "cmd": cmd, **({"each": each} if each else {}), "rc": rc,
            "seconds": round(time.perf_counter() - t0, 2)}
     if s.get("file"):
-        f = scratch / s["file"].format(**each)
+        f = scratch / fill(s["file"], **each)
         rec["output"] = json.loads(f.read_text()) if f.exists() else None
         f.unlink(missing_ok=True)
     else:
@@ -226,13 +254,76 @@ def _one(n: int, name: str, cmd: str, each: dict, s: dict, env: dict, scratch: P
 
 
 def _write(plan: dict, doc: dict, out: Path | None) -> None:
-    text = json.dumps(doc, indent=1, default=str) + "\n"
+    text = layout(plan, doc, ROOT / plan["data"])
     dest = ROOT / plan["data"]
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(text)
     if out:
         (out / plan["data"]).parent.mkdir(parents=True, exist_ok=True)
         (out / plan["data"]).write_text(text)
+
+
+def _tagged(doc: dict, rec: dict) -> dict | None:
+    """A step's output as one entry of the data file, with the command that reproduces that step."""
+    o = rec.get("output")
+    if not isinstance(o, dict):
+        return None
+    return {**o, "command": f"{command_of(doc)} --steps {rec['step']}", "date": o.get("date", doc["date"])}
+
+
+def command_of(doc: dict) -> str:
+    return f"python -m bench.run {doc['plan']}"
+
+
+def _rerun(entry: dict, steps: set[int]) -> bool:
+    return any(str(entry.get("command", "")).endswith(f"--steps {n}") for n in steps)
+
+
+def layout(plan: dict, doc: dict, old_path: Path | None = None) -> str:
+    """The data file's text in the plan's record layout (RECORDS). A call of some steps (--steps) keeps what the
+    existing file holds of the other steps."""
+    rec = plan.get("record", "steps")
+    header = {k: doc[k] for k in ("plan", "date", "device", "versions") if k in doc}
+    header["command"] = command_of(doc)         # the whole file is what the whole plan makes
+    ran = {r["step"] for r in doc["steps"]}
+    old = None
+    if doc.get("partial") and old_path is not None and old_path.exists():
+        old = old_path.read_text()
+    if rec == "steps":
+        return json.dumps({k: v for k, v in doc.items() if k != "partial"}, indent=1, default=str) + "\n"
+    if rec == "last":
+        last = next((r["output"] for r in reversed(doc["steps"]) if isinstance(r.get("output"), dict)), {})
+        return json.dumps({**last, **{k: v for k, v in header.items() if k not in last or k == "command"}},
+                          indent=1, default=str) + "\n"
+    entries = [e for e in (_tagged(doc, r) for r in doc["steps"]) if e is not None]
+    if rec == "csv":
+        import csv
+        import io
+        rows = []
+        if old:
+            rows = [r for r in csv.DictReader(io.StringIO(old)) if not _rerun(r, ran)]
+        for e in entries:
+            rows += [{**row, "command": e["command"]} for row in e.get("rows", [])]
+        if not rows:
+            return old or ""
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+        return buf.getvalue()
+    base = json.loads(old) if old else {}
+    if rec == "runs":
+        runs = [r for r in base.get("runs", []) if not _rerun(r, ran)] + entries
+        return json.dumps({**{k: v for k, v in base.items() if k != "runs"}, **header, "title": plan["title"],
+                           "runs": runs}, indent=1, default=str) + "\n"
+    key = rec.split(":", 1)[1]
+    if not base and entries:
+        base = {k: v for k, v in entries[0].items() if k != key}
+    joined = [x for x in base.get(key, []) if not (isinstance(x, dict) and _rerun(x, ran))]
+    for e in entries:
+        joined += [{**x, "command": x.get("command", e["command"])} if isinstance(x, dict) else x
+                   for x in e.get(key, [])]
+    return json.dumps({**base, **header, key: joined}, indent=1, default=str) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -456,10 +456,10 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         # - unroll=4096 unrolls the whole k tile: nvcc then loads each k step's fragments of A and B while the
         #   multiply-adds of the step before run (1152 instructions per k tile, 11% not multiply-adds: the mix of
         #   cuBLAS's own loop; both read from SASS built here, NVRTC 13.5 and cuBLAS 13.10's wheel).
-        # Measured (data/h200_kmajor.json, bench/device_run29.sh): 2.91 ms at 4096^3, 0.926x cuBLAS, against
+        # Measured (data/h200_kmajor.json, run 29 of bench/plans/h200_kmajor.toml): 2.91 ms at 4096^3, 0.926x cuBLAS, against
         # 2.98 for the 8x4 schedule (BEST_FEW_OUTPUTS's); Nsight Compute: 127 registers, 2 blocks per SM, warps
         # stalled at dispatch 0.45 cycles per instruction instead of 0.83, 19K bank conflicts. The table's run
-        # (bench/device_run30.sh, data/h200_bench.json): 2.911 ms, 0.924x; ten alternating rounds with the 8x4
+        # (run 30, bench/plans/h200_bench.toml, data/h200_bench.json): 2.911 ms, 0.924x; ten alternating rounds with the 8x4
         # tiles and cuBLAS (data/h200_gemm_transpose_a.json): 0.930x median (0.883-0.938), faster in all ten.
         # Where the busiest of the 132 SMs would take longer with these blocks (gemm_big_tiles_slower) the 8x4
         # schedule of BEST_FEW_OUTPUTS wins, and best takes it: at 1024^3 (64 blocks) 0.102 ms against 0.052, at
@@ -467,14 +467,14 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         # Tried: k tiles of 8 (3.07), 64x128 or 128x64 tiles (3.04, 2.99), 64x64 tiles of 8x8 (3.08), the same
         # tiles without B interleaved (3.16) or with two barriers (3.23 without interleave, against 3.16),
         # 128 outputs per thread as cuBLAS's kernel has (8x16 or 16x8 patches on 128x128, 128x256 or 256x128
-        # tiles: 3.00-3.35 ms, bench/device_run32.sh; 201-213 registers built here), 3 stages (over the 48 KB of static
+        # tiles: 3.00-3.35 ms, run 32 of bench/plans/h200_kmajor.toml; 201-213 registers built here), 3 stages (over the 48 KB of static
         # shared memory per block).
         # - where 128 does not divide M or N, the output is padded to whole tiles (pad_tiles): the copies from
         #   global read zeros beyond the edges, and no register load or multiply-add tests bounds. Guarded, each
         #   of the 64 multiply-adds of a k step sat under its own test (2400 tests in the CUDA at 4000^3): 3.18
-        #   ms at 4000^3, padded 3.07 (1.035x; 1.056x at 2000^3, 1.062x at 4000x6000x1000; bench/device_run35.sh,
+        #   ms at 4000^3, padded 3.07 (1.035x; 1.056x at 2000^3, 1.062x at 4000x6000x1000; run 35 of bench/plans/h200_pad_tiles.toml,
         #   36, data/h200_pad_tiles.json). B stays interleaved there: the layout pads the last tile (before, the
-        #   edge dropped interleave, 3.84 ms at 4000^3, bench/device_run34.sh).
+        #   edge dropped interleave, 3.84 ms at 4000^3, run 34 of bench/plans/h200_pad_tiles.toml).
         "best": dict(tile_m=128, tile_n=128, patch_m=8, patch_n=8, k_split=16, cache_a="shared+local",
                      cache_b="shared+local", cache_c="local", vector=4, unroll=4096, pipeline=True,
                      async_copy=True, one_barrier=True, interleave=True, transpose_a=True, pad_tiles=True),
@@ -591,7 +591,7 @@ def gemm_big_tiles_slower(s: Shape) -> bool:
     6144 cubed, 4000x6000x1000, 10000x1024x1024 both ways); the four it misses were within 3.8% (3584^3, 6144^3,
     1024x10000x1024, 10000x1024x1024: short K, which it leaves out). The rule before it (the 128x128 tiles
     wherever their last wave of 264 was at least 90% full) missed five, by up to 8.9% (4000x6000x1000) and 7%
-    (2816^3; bench/device_run39.sh, 41, 42)."""
+    (2816^3; runs 39 and 41 of bench/plans/h200_kmajor.toml, 42 of h200_gemm_tile_rule.toml)."""
     def sm_ms(tile: int) -> float:
         blocks = -(-s["M"] // tile) * -(-s["N"] // tile)
         return max(-(-blocks // H200_SMS) * GEMM_SM_MS[tile], GEMM_ALONE_MS[tile])
@@ -619,7 +619,7 @@ BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int | Callable[[Shape], bool], dic
     # - pad_tiles where 64 does not divide M or N: the guarded multiply-adds of an edge thread cost far more
     #   than in the 128x128 tiles, 1.7-2.5x (1000^3: 0.36x cuBLAS guarded, 0.90x padded; 3000^3 0.55x -> 1.03x;
     #   10000x1024x1024 0.57x -> 0.99x; data/h200_pad_tiles.json).
-    # Where the two cross (bench/device_run33.sh, 39, 41, data/h200_kmajor.json; 42, data/h200_gemm_tile_rule.json):
+    # Where the two cross (runs 33, 39, 41 of bench/plans/h200_kmajor.toml, data/h200_kmajor.json; 42, data/h200_gemm_tile_rule.json):
     # 2048^3 0.375 ms for best's tiles against 0.380; 2560^3 0.941 against 0.766; 2816^3 1.036 against 0.968;
     # 3840^3 2.441 against 2.483; 4000^3 3.096 against 2.962; 4096^3 2.91 against 2.98; 6144^3 9.92 against
     # 10.06; 10000x1024x1024 0.502 against 0.483. Neither tiling wins at every size.

@@ -67,7 +67,7 @@ def compile(mod: tvm.IRModule, target: str, skip: tuple[str, ...] = (), min_bloc
             one_barrier: bool = False, copies_at: float = 0.0, device: tvm.target.Target | None = None):
     """The runtime module; `min_blocks` > 0 gives every CUDA kernel __launch_bounds__(threads, min_blocks);
     `one_barrier` merges a cp.async pipeline's two barriers per reduction tile into one (merge_barriers;
-    `copies_at` > 0 issues the copies that far into the tile's compute, bench/late_copies.py). `device` is
+    `copies_at` > 0 issues the copies that far into the tile's compute, bench.variants' copies_at, bench/plans/h200_late_copies.toml). `device` is
     the TVM target of another machine's device (kernels/remote.py); default: this machine's."""
     with tvm.transform.PassContext(opt_level=3, disabled_pass=list(skip), config=CONFIG.get(target, {})):
         return tvm.compile(mod, target=device or tvm_target(target),

@@ -111,7 +111,7 @@ def times_section(times: pd.DataFrame) -> None:
         **{"vs previous step": lambda d: d["vs previous step"].map(lambda v: f"{v:.2f}x" if pd.notna(v) else "")})
     st.dataframe(shown, hide_index=True, width="stretch")
     st.caption("A step shows a time only where a recorded run used exactly its knobs; none is invented. The step "
-               "knob sets are `walk-1`..`walk-4` in bench/tuning.py, exact at M=N=K=1024 (where they have been "
+               "knob sets are `walk-1`..`walk-4` in bench/variants.py, exact at M=N=K=1024 (where they have been "
                "timed); a step with no run at a shape says `none recorded`.")
 
 
@@ -172,7 +172,7 @@ def levels_section(runs: pd.DataFrame) -> None:
         shown = table.assign(factor=table["factor"].map(lambda v: f"{v:.2f}x"), date=table["date"].str[:10])
         st.dataframe(shown, hide_index=True, width="stretch")
         st.caption("Times in ms, the latest recorded run of each variant per device (`seed-local`, `seed-shared`, "
-                   "`seed-shared+local` in bench/tuning.py: the seed preset's tiles with only the cache scope "
+                   "`seed-shared+local` in bench/variants.py: the seed preset's tiles with only the cache scope "
                    "changed). `factor` = the losing family's best time / the winner's time.")
     st.caption("This machine's CPU has no shared memory to choose: its caches are managed by the hardware, so "
                "the CPU schedules have no cache-scope knob and this question is asked of the GPU only.")

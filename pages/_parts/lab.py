@@ -444,7 +444,7 @@ def cpu_ceilings() -> tuple[tuple[str, float], tuple[str, float]]:
 
 def ceilings(target: str) -> tuple[tuple[str, float], tuple[str, float]]:
     """(compute, bandwidth) ceilings as (label, value): measured here on the CPU; on CUDA the H200's
-    measured ones when data/ holds them (bench/ceilings.py), else the datasheet's; on fpga the modelled
+    measured ones when data/ holds them (bench/plans/h200_ceilings.toml), else the datasheet's; on fpga the modelled
     accelerator's peaks (its description, not a measurement)."""
     if target == "cpu":
         return cpu_ceilings()

@@ -157,7 +157,7 @@ def roofline_fraction(df: pd.DataFrame, ceilings: dict[str, tuple[float, float]]
 
 
 # ---------------------------------------------------------------- which level wins
-# The measured candidates that differ only in where the operands are cached (bench/tuning.py).
+# The measured candidates that differ only in where the operands are cached (bench/variants.py).
 SCOPE_RUNS = {"seed-local": "local", "seed-shared": "shared", "seed-shared+local": "shared+local"}
 SCOPE_WORDS = {"local": "registers (local)", "shared": "shared memory", "shared+local": "shared memory staged "
                "through registers (shared+local)"}

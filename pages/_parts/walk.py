@@ -2,7 +2,7 @@
 then the decisions that took the seed's schedule to `best` on the H200.
 
 Each step is the previous one plus the knobs its decision changes, so the counts and times of consecutive steps
-isolate that decision. bench/tuning.py holds the seed's steps as `walk-1`..`walk-4`; each step past the seed
+isolate that decision. bench/variants.py (CANDIDATES) holds the seed's steps as `walk-1`..`walk-4`; each step past the seed
 (BEYOND) names the data file and run that measured exactly its knobs (walk_runs reads them)."""
 from __future__ import annotations
 
@@ -239,7 +239,7 @@ def time_sentence(times: pd.DataFrame, n: int) -> str:
     mine = times[times["n"] == n] if not times.empty else times
     got = mine[mine["median_ms"].notna()] if not mine.empty else mine
     if got.empty:
-        return (f"No GPU run with exactly step {n}'s knobs is recorded yet (data/ holds none); bench/tuning.py "
+        return (f"No GPU run with exactly step {n}'s knobs is recorded yet (data/ holds none); bench/variants.py "
                 f"lists them as `walk-{n}` so the next device run records them.")
     out = []
     for _, r in got.iterrows():

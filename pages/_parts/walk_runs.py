@@ -3,8 +3,8 @@
 Each step names the data file and the run in it that measured exactly its knobs (walk.py); this module reads
 that run, checks its recorded knob text against the step's knobs, and says what the file records about it:
 its median time, the reference library timed in the same process (or that none was), the command that
-measured it. The files come in four shapes (bench/h200.py tables, bench/kmajor.py runs, single-run variant
-files, bench/ratio_spread.py alternating rounds); every one becomes the same flat Entry. Pure: json and
+measured it. The files come in four shapes (bench.h200 tables, runs of bench.variants time gathered in one file,
+single-run variant files, bench.variants rounds); every one becomes the same flat Entry. Pure: json and
 kernels.knobs only, no Streamlit, no TVM, so tests feed it edited copies (KERNEL_LAB_DATA)."""
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def _shape(s: dict) -> tuple:
 
 
 def _table(file: str, doc: dict) -> list[Entry]:
-    """bench/h200.py tables: a re-measured row keeps its older runs (bench/merge.py) but takes the new run's
+    """bench/h200.py tables: a re-measured row keeps its older runs (bench.h200 merge) but takes the new run's
     reference, so a run shares the row's reference only if it was timed with it (the same `started`)."""
     out = []
     for row in doc["rows"]:
@@ -86,7 +86,7 @@ def _table(file: str, doc: dict) -> list[Entry]:
 
 
 def _named(file: str, date: str, command: str, shapes: list, device: str) -> list[Entry]:
-    """Shapes with a reference and named runs (bench/kmajor.py, late_copies, dyn_shared): one process each.
+    """Shapes with a reference and named runs (bench.variants time: h200_kmajor, late_copies, dyn_shared): one process each.
     Runs built outside the knobs (dynamic shared memory, moved copies) are left out: their knob text alone
     does not name the kernel that ran."""
     out = []
@@ -103,7 +103,7 @@ def _named(file: str, date: str, command: str, shapes: list, device: str) -> lis
 
 
 def _rounds(file: str, date: str, command: str, shapes: list, device: str) -> list[Entry]:
-    """bench/ratio_spread.py: best, a variant and the reference timed one after the other in each round."""
+    """bench.variants rounds: best, a variant and the reference timed one after the other in each round."""
     out = []
     for s in shapes:
         ref_ms = statistics.median(s["ref_ms"])

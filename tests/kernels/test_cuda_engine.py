@@ -151,7 +151,7 @@ def test_one_barrier_changes_no_count_and_computes_the_reference_where_tiles_do_
 
 @pytest.mark.parametrize("stages, at", [(3, 1.0), (2, 0.5)])
 def test_copies_at_places_the_next_tiles_copies_inside_or_after_the_compute(stages, at):
-    """bench/late_copies.py's variants (they lost on the H200): the copies after, or in the middle of, the
+    """The copies_at variants of bench.variants (bench/plans/h200_late_copies.toml; they lost on the H200): the copies after, or in the middle of, the
     multiply-adds of the tile."""
     from kernels import lowering
     s = {"M": 256, "N": 256, "K": 256}

@@ -26,6 +26,13 @@ def _bench():
     return json.load(open(DATA / "h200_bench.json"))
 
 
+def _made_by(d: dict, plan: str, *runs: str) -> bool:
+    """The record's command names the plan that reproduces it (bench/plans/PLAN.toml), and the device run's own
+    command, kept under `originally`, names the runs."""
+    return (d["command"].startswith(f"python -m bench.run bench/plans/{plan}.toml")
+            and all(r in d.get("originally", "") for r in runs))
+
+
 def test_benchmark_data_names_device_date_versions_and_command():
     b = _bench()
     assert b["device"] == "NVIDIA H200" and b["started"] and "tvm 0.27" in b["versions"] and b["command"]
@@ -63,10 +70,10 @@ def test_correctness_sweep_on_the_h200_passed_everything_it_ran():
 def test_gemm_sweep_re_run_with_the_presets_as_they_ship():
     """The GEMM presets changed after the sweep above (best: the transposed 128x128 tiles where the busiest SM
     takes less time with them, pad_tiles where the tiles do not divide M or N); every course shape x preset ran
-    again (bench/device_run42.sh), each with the knobs it resolved to, and those are today's presets."""
+    again (run 42, bench/plans/h200_sweep_gemm.toml), each with the knobs it resolved to, and those are today's presets."""
     from bench.shapes import course_shapes
     s = json.load(open(DATA / "h200_sweep_gemm.json"))
-    assert s["device"] == "NVIDIA H200" and s["date"] and "device_run42" in s["command"]
+    assert s["device"] == "NVIDIA H200" and s["date"] and _made_by(s, "h200_sweep_gemm", "device_run42")
     assert s["passed"] == s["done"] == s["jobs"] == len(s["rows"])
     rows = {(json.dumps(r["shape"], sort_keys=True), r["preset"]): r for r in s["rows"]}
     padded = 0
@@ -83,7 +90,8 @@ def _pad_runs():
     d = json.load(open(DATA / "h200_pad_tiles.json"))
     assert d["device"] == "NVIDIA H200" and "rounds" in d["method"]
     for r in d["runs"]:
-        assert r["date"] and (f"device_run{r['run']}" in r["command"] or "KERNEL_LAB_PAD_K" in r["command"])
+        assert r["date"] and _made_by(r, "h200_pad_tiles")
+        assert f"device_run{r['run']}" in r["originally"] or "KERNEL_LAB_PAD_K" in r["originally"]
         for row in r["shapes"]:
             assert row["ok"] and row["variant"]["ok"], (r["run"], row["shape"])
             assert len(row["best_ms"]) == len(row["ref_ms"]) == len(row["variant"]["ms"]) == 5
@@ -91,10 +99,10 @@ def _pad_runs():
 
 
 def test_pad_tiles_makes_best_faster_in_every_round_where_the_tiles_do_not_divide():
-    """bench/device_run37.sh: best as it ships against the same knobs with pad_tiles=false (each multiply-add of a
+    """Run 37 (bench/plans/h200_pad_tiles.toml step 5): best as it ships against the same knobs with pad_tiles=false (each multiply-add of a
     thread at the edge guarded), at eight shapes; the guarded kernel lost every round at every shape, by 1.7-2.5x
     with the 8x4 tiles. Since then best takes the other tiling at three of them (gemm_big_tiles_slower,
-    bench/device_run42.sh), padded as well; the padding was measured on both tilings."""
+    run 42), padded as well; the padding was measured on both tilings."""
     run = _pad_runs()[-1]
     assert run["run"] == 37 and len(run["shapes"]) == 8
     flipped = []
@@ -113,22 +121,22 @@ def test_pad_tiles_makes_best_faster_in_every_round_where_the_tiles_do_not_divid
 
 
 def test_interleave_at_the_edge_beat_dropping_it_in_every_round():
-    """bench/device_run34.sh: before, a tile that did not divide N dropped B's interleaved layout (3.84 ms at
+    """Run 34 (bench/plans/h200_pad_tiles.toml step 1): before, a tile that did not divide N dropped B's interleaved layout (3.84 ms at
     4000^3); padding the layout's last tile kept it (3.18 ms)."""
     run = _pad_runs()[0]
-    assert run["run"] == 34 and "interleave=false" in run["command"]
+    assert run["run"] == 34 and "interleave=false" in run["originally"]
     for row in run["shapes"]:
         assert "interleave=true" in row["knobs"] and "interleave=false" in row["variant"]["knobs"]
         assert row["variant"]["rounds_faster"] == 0 and row["variant"]["median_speedup"] < 0.85, row["shape"]
 
 
 def test_pad_tiles_leaves_k_unpadded_because_padding_k_measured_slower():
-    """bench/device_run36.sh: padding K as well (the knob's first version) lost to best at 1024x1024x1000 in
+    """Run 36 (bench/plans/h200_pad_tiles.toml steps 3 and 4): padding K as well (the knob's first version) lost to best at 1024x1024x1000 in
     every round, and at 4000x6000x1000 was slower than padding M and N only, which is what the knob does."""
     import statistics
     runs = _pad_runs()
     pad_all, pad_mn = runs[2], runs[3]
-    assert "KERNEL_LAB_PAD_K=1" in pad_all["command"] and "KERNEL_LAB_PAD_K=0" in pad_mn["command"]
+    assert "KERNEL_LAB_PAD_K=1" in pad_all["originally"] and "KERNEL_LAB_PAD_K=0" in pad_mn["originally"]
     rows = {json.dumps(r["shape"], sort_keys=True): r for r in pad_all["shapes"]}
     kk = json.dumps({"K": 1000, "M": 1024, "N": 1024})
     assert rows[kk]["variant"]["rounds_faster"] == 0
@@ -202,7 +210,7 @@ def test_best_gemm_is_the_cp_async_pipeline_the_data_measured():
 
 def test_the_wave_fill_rule_lost_more_where_the_two_rules_differ():
     """The rule before (128x128 tiles wherever their last wave of 2 x 132 blocks was >= 90% full), evaluated on the
-    same pairs: 5 misses, up to 8.9% (4000x6000x1000) and 7% (2816^3, held out in bench/device_run39.sh)."""
+    same pairs: 5 misses, up to 8.9% (4000x6000x1000) and 7% (2816^3, held out in run 39)."""
     def waves_rule_big(s):
         blocks = -(-s["M"] // 128) * -(-s["N"] // 128)
         return blocks / (-(-blocks // 264) * 264) >= 0.9
@@ -223,9 +231,9 @@ def test_gemm_stall_reasons_recorded_and_what_they_show():
     d = json.load(open(DATA / "h200_gemm_stalls.json"))
     assert d["device"] == "NVIDIA H200"
     for x in d["kernels"]:              # launch__ (registers, occupancy limits) was read from the second run on
-        assert all(m in x for m in d["metrics"] if not m.startswith("launch__") or "--stalls " in x["command"])
+        assert all(m in x for m in d["metrics"] if not m.startswith("launch__") or "--stalls " in x["originally"])
     k = {x["who"]: x for x in d["kernels"]}
-    assert all(x["date"] and x["command"] for x in d["kernels"])
+    assert all(x["date"] and _made_by(x, "h200_gemm_stalls", "device_run") for x in d["kernels"])
     conflicts, wavefronts = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                              "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")
     issue = "smsp__issue_active.avg.pct_of_peak_sustained_active"
@@ -273,10 +281,10 @@ def test_gemm_per_flop_slower_at_1024_than_at_4096_for_every_schedule():
 
 
 def test_in_block_split_k_recorded_verified_and_slower_than_best():
-    """Two warp groups per block tile (bench/splitk.py) double the warps per SM at 1024^3, and lose: every
+    """Two warp groups per block tile (splitk variants of bench.variants) double the warps per SM at 1024^3, and lose: every
     variant verified, and every one slower than best at both sizes."""
     d = json.load(open(DATA / "h200_splitk.json"))
-    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run17" in d["command"]
+    assert d["device"] == "NVIDIA H200" and d["date"] and _made_by(d, "h200_splitk", "device_run17")
     assert {r["shape"]["M"] for r in d["shapes"]} == {1024, 4096}
     for r in d["shapes"]:
         runs = r["runs"]
@@ -285,8 +293,15 @@ def test_in_block_split_k_recorded_verified_and_slower_than_best():
 
 
 def test_split_k_variant_is_the_schedule_the_data_names():
-    from bench.splitk import VARIANTS, schedule
-    src = build.lowering.compile(schedule(256, **VARIANTS["sk2k32"]).mod, "cuda").mod.imports[0].inspect_source()
+    import shlex
+    import tomllib
+    from bench import variants as V
+    plan = tomllib.loads((DATA.parent / "bench" / "plans" / "h200_splitk.toml").read_text())
+    specs = dict(V.parse(x) for x in shlex.split(plan["steps"][0]["cmd"]) if "=" in x and not x.startswith("-"))
+    named = json.load(open(DATA / "h200_splitk.json"))["variants"]
+    assert {n: V.split_spec(specs[n])[1]["splitk"] for n in named} == named        # the plan builds what ran
+    _, _, ex, _ = V.module("sk2k32", specs["sk2k32"], {"M": 256, "N": 256, "K": 256})
+    src = ex.mod.imports[0].inspect_source()
     assert "__launch_bounds__(256)" in src and "cp_async" in src and "C_rf_shared_local" in src
 
 
@@ -294,7 +309,7 @@ def test_block_grouping_raised_l2_hits_and_changed_no_time():
     """Pass 10: grouping the blocks (group_m) makes best's reads hit L2 far more often, and best is no faster:
     memory is not what bounds it."""
     d = json.load(open(DATA / "h200_gemm_l2.json"))
-    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run18" in d["command"]
+    assert d["device"] == "NVIDIA H200" and d["date"] and _made_by(d, "h200_gemm_l2", "device_run18")
     k = {x["who"]: x for x in d["kernels"]}
     hit, dram = "lts__t_sector_hit_rate.pct", "dram__bytes_read.sum"
     assert k["g64p8x4k32a"][hit] < 70 < 85 < k["g64p8x4k32a-g8"][hit] < k["g64p8x4k32a-g16"][hit]
@@ -309,7 +324,7 @@ def test_gemm_ratio_spread_recorded_and_what_it_says():
     """Ten alternating rounds in one process: at 4096^3 the median ratio is below the 0.9x goal (the table's
     single run at 0.900x is the edge of the spread), at 1024^3 the ratio is steady and below 1.2x."""
     d = json.load(open(DATA / "h200_gemm_ratio_spread.json"))
-    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run19" in d["command"]
+    assert d["device"] == "NVIDIA H200" and d["date"] and _made_by(d, "h200_gemm_ratio_spread", "device_run19")
     by = {x["shape"]["M"]: x for x in d["shapes"]}
     for m, x in by.items():
         # best as it was then: the 8x4 tiles without one_barrier (added later, data/h200_gemm_one_barrier.json)
@@ -325,7 +340,7 @@ def test_one_barrier_recorded_faster_round_by_round_and_is_best():
     tiles without it in most of ten alternating rounds at both sizes, verified, and those tiles (best below two
     blocks per SM) ship it."""
     d = json.load(open(DATA / "h200_gemm_one_barrier.json"))
-    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run23" in d["command"]
+    assert d["device"] == "NVIDIA H200" and d["date"] and _made_by(d, "h200_gemm_one_barrier", "device_run23")
     for x in d["shapes"]:
         v = x["variant"]
         assert v["ok"] and v["rel_err"] < 1e-4 and len(v["ms"]) == len(x["best_ms"]) == 10
@@ -346,7 +361,7 @@ def test_dispatch_stalls_sit_on_the_copy_address_arithmetic():
     barrier and the first multiply-add) collects over ten times the dispatch stalls of a multiply-add; in
     cuBLAS's loop, where that arithmetic is spread among the multiply-adds, about three times."""
     d = json.load(open(DATA / "h200_gemm_pc_sampling.json"))
-    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run24" in d["command"]
+    assert d["device"] == "NVIDIA H200" and d["date"] and _made_by(d, "h200_gemm_pc_sampling", "device_run24")
     best, cublas = d["kernels"]
     assert best["kernel"] == "main_kernel" and "xmma_gemm" in cublas["kernel"]
     for k in (best, cublas):
@@ -362,7 +377,7 @@ def test_copy_placement_recorded_verified_and_none_beats_best():
     """Issuing the copies a quarter, half or three quarters into the tile's compute, or after it (3 stages),
     spreads their address arithmetic among the multiply-adds, and no placement was faster than best's."""
     d = json.load(open(DATA / "h200_late_copies.json"))
-    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run26" in d["command"]
+    assert d["device"] == "NVIDIA H200" and d["date"] and _made_by(d, "h200_late_copies", "device_run26")
     for x in d["shapes"]:
         runs = x["runs"]
         assert all(r["ok"] for r in runs.values())
@@ -376,7 +391,7 @@ def test_transpose_a_recorded_and_faster_than_the_8x4_tiles_in_every_round():
     alternating rounds: at 4096^3 faster in all ten and the 0.9x goal held by the median; at 1024^3 best is the
     8x4 tiles themselves (BEST_FEW_OUTPUTS), still short of 1.2x."""
     d = json.load(open(DATA / "h200_gemm_transpose_a.json"))
-    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run30" in d["command"]
+    assert d["device"] == "NVIDIA H200" and d["date"] and _made_by(d, "h200_gemm_transpose_a", "device_run30")
     by = {x["shape"]["M"]: x for x in d["shapes"]}
     for m, x in by.items():
         v = x["variant"]
@@ -392,12 +407,14 @@ def test_transpose_a_recorded_and_faster_than_the_8x4_tiles_in_every_round():
 
 
 def test_transposed_a_needs_b_interleaved_and_the_data_says_why():
-    """The k-major A tile (bench/kmajor.py): with B's 8 contiguous columns the 8x8 kernel meets every bank twice
+    """The k-major A tile (bench/plans/h200_kmajor.toml): with B's 8 contiguous columns the 8x8 kernel meets every bank twice
     and is slower than the 8x4 tiles; with B interleaved it has almost no conflicts, fewer dispatch stalls, and
     is the fastest variant at 4096^3: best's knobs. At 1024^3 every 128x128 variant loses to the 8x4 tiles
     (run 32 times no 8x4 tiles: there the transposed 8x8 tiles beat every 8x16 variant)."""
     d = json.load(open(DATA / "h200_kmajor.json"))
-    assert d["device"] == "NVIDIA H200" and [r["command"].split()[1] for r in d["runs"]] == [
+    assert [r["command"] for r in d["runs"]] == [f"python -m bench.run bench/plans/h200_kmajor.toml --steps {i}"
+                                                 for i in range(1, 7)]
+    assert d["device"] == "NVIDIA H200" and [r["originally"].split()[1] for r in d["runs"]] == [
         "bench/device_run27.sh", "bench/device_run29.sh", "bench/device_run32.sh", "bench/device_run33.sh",
         "bench/device_run39.sh", "bench/device_run41.sh"]
     for run in d["runs"]:
@@ -427,10 +444,10 @@ def test_transposed_a_needs_b_interleaved_and_the_data_says_why():
 
 
 def test_dynamic_shared_memory_tried_and_lost():
-    """bench/device_run40.sh: tiles over 48 KB (k tiles of 64, 3 stages of the 128x128 tiles) need the dynamic
+    """Run 40 (bench/plans/h200_dyn_shared.toml): tiles over 48 KB (k tiles of 64, 3 stages of the 128x128 tiles) need the dynamic
     scope, which alone cost 7% at 1024^3 and 2.3% at 4096^3; nothing it allowed beat best, which stays static."""
     d = json.load(open(DATA / "h200_dyn_shared.json"))
-    assert d["device"] == "NVIDIA H200" and d["date"] and "device_run40" in d["command"]
+    assert d["device"] == "NVIDIA H200" and d["date"] and _made_by(d, "h200_dyn_shared", "device_run40")
     for row in d["shapes"]:
         runs = {n: r for n, r in row["runs"].items() if "error" not in r}
         assert all(r["ok"] for r in runs.values())

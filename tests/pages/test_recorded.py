@@ -73,7 +73,7 @@ def test_the_walk_steps_stack_one_decision_each():
 
 
 def test_the_walk_steps_are_queued_for_the_next_device_run():
-    from bench.tuning import CANDIDATES
+    from bench.variants import CANDIDATES
     for s in W.STEPS[1:]:
         got = K.resolve("gemm", "cuda", GEMM, None, CANDIDATES["gemm"][f"walk-{s.n}"])
         assert got == W.knobs(s, GEMM)
