@@ -180,15 +180,22 @@ def verify(op: str, shape: Shape, knobs, target: str, rng=None) -> tuple[float, 
     return call_verified(op, shape, mod, _tvm_dev(target), target, rng)
 
 
-def call_verified(op: str, shape: Shape, mod, dev, target: str, rng=None) -> tuple[float, list, object]:
+def call_verified(op: str, shape: Shape, mod, dev, target: str, rng=None, checked=None) -> tuple[float, list, object]:
     """One call of `mod` on `dev` (here, or a remote device: inputs made here, the output copied back), its
-    output poisoned with NaN first: (rel. error against the float64 reference, device arrays, inputs)."""
+    output poisoned with NaN first: (rel. error against the float64 reference, device arrays, inputs).
+    `checked` = (inputs, float64 reference) drawn once for several kernels (the tuner's candidates)."""
     o = OPS[op]
-    xs = o.random_inputs(shape, rng or np.random.default_rng())
+    xs, ref = checked or (o.random_inputs(shape, rng or np.random.default_rng()), None)
     args = [tvm.runtime.tensor(x, dev) for x in xs]
     out = tvm.runtime.tensor(np.full(o.output_shape(shape), np.nan, "float32"), dev)
     mod["main"](*args, out)
-    return rel_error(out.numpy(), _reference_float64(op, target, xs)), args + [out], xs
+    return rel_error(out.numpy(), _reference_float64(op, target, xs) if ref is None else ref), args + [out], xs
+
+
+def fresh_check(op: str, shape: Shape, target: str, rng=None) -> tuple[list, np.ndarray]:
+    """Random inputs drawn now and their float64 reference, for call_verified(checked=...)."""
+    xs = OPS[op].random_inputs(shape, rng or np.random.default_rng())
+    return xs, _reference_float64(op, target, xs)
 
 
 def _reference_float64(op: str, target: str, xs: list[np.ndarray]) -> np.ndarray:
