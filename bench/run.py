@@ -254,8 +254,8 @@ def _one(n: int, name: str, cmd: str, each: dict, s: dict, env: dict, scratch: P
 
 
 def _write(plan: dict, doc: dict, out: Path | None) -> None:
-    text = layout(plan, doc, ROOT / plan["data"])
     dest = ROOT / plan["data"]
+    text = layout(plan, doc, dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(text)
     if out:
@@ -263,16 +263,12 @@ def _write(plan: dict, doc: dict, out: Path | None) -> None:
         (out / plan["data"]).write_text(text)
 
 
-def _tagged(doc: dict, rec: dict) -> dict | None:
+def _tagged(plan: dict, doc: dict, rec: dict) -> dict | None:
     """A step's output as one entry of the data file, with the command that reproduces that step."""
     o = rec.get("output")
     if not isinstance(o, dict):
         return None
-    return {**o, "command": f"{command_of(doc)} --steps {rec['step']}", "date": o.get("date", doc["date"])}
-
-
-def command_of(doc: dict) -> str:
-    return f"python -m bench.run {doc['plan']}"
+    return {**o, "command": f"{command(plan)} --steps {rec['step']}", "date": o.get("date", doc["date"])}
 
 
 def _rerun(entry: dict, steps: set[int]) -> bool:
@@ -284,7 +280,7 @@ def layout(plan: dict, doc: dict, old_path: Path | None = None) -> str:
     existing file holds of the other steps."""
     rec = plan.get("record", "steps")
     header = {k: doc[k] for k in ("plan", "date", "device", "versions") if k in doc}
-    header["command"] = command_of(doc)         # the whole file is what the whole plan makes
+    header["command"] = command(plan)           # the whole file is what the whole plan makes
     ran = {r["step"] for r in doc["steps"]}
     old = None
     if doc.get("partial") and old_path is not None and old_path.exists():
@@ -295,7 +291,7 @@ def layout(plan: dict, doc: dict, old_path: Path | None = None) -> str:
         last = next((r["output"] for r in reversed(doc["steps"]) if isinstance(r.get("output"), dict)), {})
         return json.dumps({**last, **{k: v for k, v in header.items() if k not in last or k == "command"}},
                           indent=1, default=str) + "\n"
-    entries = [e for e in (_tagged(doc, r) for r in doc["steps"]) if e is not None]
+    entries = [e for e in (_tagged(plan, doc, r) for r in doc["steps"]) if e is not None]
     if rec == "csv":
         import csv
         import io

@@ -89,7 +89,7 @@ def device_name(target: str) -> str:
         try:
             dev = tvm.cuda(0)
             # `exist` goes through the CUDA runtime, which initialises the driver; the name is read with the
-            # driver API, which in a fresh process (an RPC server's session) fails until something has
+            # driver API, which answers CUDA_ERROR_NOT_INITIALIZED until something has initialised it
             return dev.device_name if dev.exist else "CUDA GPU"
         except Exception:       # noqa: BLE001
             return "CUDA GPU"
