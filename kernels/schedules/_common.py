@@ -40,3 +40,31 @@ def inline_pads(sch: Schedule, keep: set[str], steps: Steps) -> None:
         if b is not None and name not in keep:
             sch.compute_inline(b)
             steps(f"compute_inline({name}): the zero padding becomes a bounds test in the reader, no extra array.")
+
+
+def pad_factors(plan) -> list[int]:
+    """pad_einsum's factors: the block tiles, and on the CPU the reduction tiles too. (On CUDA the reduction is
+    not padded: see the pad_tiles knob's help. On the CPU the operands are copied into padded arrays anyway, and
+    a reduction remainder puts a test in the innermost loop that halves the kernel's speed.)"""
+    return [*plan.tiles, *(plan.splits if plan.target == "cpu" else [1] * len(plan.splits))]
+
+
+def pad_to_tiles(sch: Schedule, blk, plan, steps: Steps, why: str) -> bool:
+    """pad_einsum the output axes up to whole block tiles where the tiles do not divide them (`pad_tiles`)."""
+    factors = pad_factors(plan)
+    extents = [int(sch.get(loop).extent) for loop in sch.get_loops(blk)]
+    if not plan.pad or all(e % f == 0 for e, f in zip(extents, factors)):
+        return False
+    sch.pad_einsum(blk, factors)
+    steps(f"pad the output up to whole block tiles ({' x '.join(str(-(-e // f) * f) for e, f in zip(extents, factors))}"
+          f" with the reduction): {why}")
+    return True
+
+
+def padded_shapes(sch: Schedule, plan) -> dict[str, tuple[int, ...]]:
+    """The zero-padded views pad_tiles makes of the tensors (e.g. A_pad), with their shapes, on an unscheduled
+    schedule (which this pads); {} where nothing is padded."""
+    if not pad_to_tiles(sch, sch.get_sblock("C"), plan, lambda _: None, ""):
+        return {}
+    root = sch.get(sch.get_sblock("root"))
+    return {b.name: tuple(int(d) for d in b.shape) for b in root.alloc_buffers}

@@ -20,7 +20,7 @@ from tvm.s_tir import Schedule
 from tvm.tirx import IntImm
 
 from ..knobs import Plan
-from ._common import Steps, is_pad, producer, read_index
+from ._common import Steps, is_pad, pad_to_tiles, producer, read_index
 
 ORDER = {
     "plain": ("bo", "to", "po", "ro", "ri"),
@@ -39,6 +39,10 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
             sch.compute_inline(b)
             steps(f"compute_inline({name}): the zero padding becomes a bounds test in the reader, no extra array.")
 
+    if pad_to_tiles(sch, blk, plan, steps, "every patch is whole, so the vector loop has no lane that tests "
+                    "bounds and no remainder runs scalar code; the zero rows and columns are read from padded copies "
+                    "of the operands and the padded outputs are dropped when C is written."):
+        _padded_operands(sch, plan, stages, steps)
     blk, tail = _peel(sch, blk, plan, stages, steps)
     parts = _tile(sch, blk, plan, steps)
     bo = sch.fuse(*parts["bo"]) if len(parts["bo"]) > 1 else parts["bo"][0]
@@ -51,7 +55,10 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     for name, where in plan.caches:
         b = producer(sch, name)
         if name == "B" and where == "packed":
-            pk = sch.cache_read(blk, read_index(sch, blk, "B"), "global")
+            src = "B_pad" if producer(sch, "B_pad") is not None else "B"
+            pk = sch.cache_read(blk, read_index(sch, blk, src), "global")
+            if src == "B_pad":          # the pack reads B with the bounds test: zeros beyond N
+                sch.compute_inline(producer(sch, "B_pad"))
             sch.compute_at(pk, parts["ro"][-1] if plan.order == "k_outer" else bo)
             _vectorize_inner(sch, sch.get_loops(pk)[-1], plan.vector)
             steps("pack B's K-tile x N-tile panel contiguously once per tile: the inner loop streams unit-stride "
@@ -67,9 +74,11 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
             elif where == "global":
                 _materialize(sch, b, plan, steps, name)
 
-    if plan.cache_out == "local" and plan.order != "plain":
+    if _accumulates_locally(plan):
         out = sch.cache_write(blk, 0, "local")
         sch.reverse_compute_at(out, parts["to"][-1] if plan.order == "k_inner" else bo)
+        if producer(sch, "C_pad") is not None:      # pad_tiles: write back only the real outputs
+            sch.reverse_compute_inline(producer(sch, "C_pad"))
         _vectorize_inner(sch, sch.get_loops(out)[-1], plan.vector)
         steps(f"accumulate in C_local, one per {'patch' if plan.order == 'k_inner' else 'tile'}, and write each "
               "output once.")
@@ -140,6 +149,20 @@ def _depthwise_stage(sch: Schedule, plan: Plan, stages: dict, parts: dict, bo, s
               "copy of the interior (decompose_padding).")
 
 
+def _padded_operands(sch: Schedule, plan: Plan, stages: dict, steps: Steps) -> None:
+    """After pad_tiles: the padded operand copies that no pack reads are filled once, in full (the test per
+    element then runs once, not once per use). The real outputs go from C_local straight to C where the
+    patches accumulate in registers (3-5% faster than a copy from C_pad at 1152x415x390 and 178x671x217);
+    otherwise from C_pad to C in a parallel copy."""
+    for name in ("A", "B"):
+        b = producer(sch, f"{name}_pad")
+        if b is not None and stages.get(name) != "packed":
+            _materialize(sch, b, plan, steps, f"{name}_pad")
+    out = producer(sch, "C_pad")
+    if out is not None and not _accumulates_locally(plan):    # (else the write-back of C_local copies them)
+        _materialize(sch, out, plan, steps, "the copy of the real outputs from C_pad to C")
+
+
 def _pad_at(sch: Schedule, pad, at) -> None:
     """Padding per tile, decomposed into a fill of zeros and a copy of the in-bounds part: the copy's inner
     loop has no bounds test left, so LLVM vectorizes it."""
@@ -156,6 +179,10 @@ def _materialize(sch: Schedule, b, plan: Plan, steps: Steps, name: str) -> None:
         sch.parallel(sch.fuse(*loops) if len(loops) > 1 else loops[0])
     steps(f"{name} is materialized: its own array, filled in full before it is read"
           + (", in parallel." if plan.parallel else "."))
+
+
+def _accumulates_locally(plan: Plan) -> bool:
+    return plan.cache_out == "local" and plan.order != "plain"
 
 
 def _register_patch(sch: Schedule, parts: dict, plan: Plan, steps: Steps) -> None:

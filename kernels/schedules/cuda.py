@@ -16,7 +16,7 @@ from math import prod
 from tvm.s_tir import Schedule
 
 from ..knobs import TRANSPOSED_ROW, Plan, reg_cap
-from ._common import Steps, inline_pads, producer, read_index
+from ._common import Steps, inline_pads, pad_to_tiles, producer, read_index
 
 
 def _cooperative(sch: Schedule, blk, depth: int, threads: int, vector: int, steps: Steps, name: str) -> None:
@@ -99,7 +99,9 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     blk = sch.get_sblock("C")
     staged = {n for n, s in plan.caches if s != "global"}
     inline_pads(sch, staged, steps)
-    padded = _pad_to_tiles(sch, blk, plan, steps)
+    padded = pad_to_tiles(sch, blk, plan, steps, "the copies from global read zeros beyond the edges of A and B, so "
+                          "no register load or multiply-add in the k loop tests bounds and the edge blocks run the "
+                          "same code as the others; only the copies from global and the write-back of C test bounds.")
     for name, scope in plan.caches:
         d = producer(sch, name)
         if d is not None and scope == "global" and not name.endswith("_pad"):
@@ -205,35 +207,6 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
         sch.annotate(bx, "pragma_unroll_explicit", 1)
         steps(f"unroll inner loops up to {plan.unroll} steps: fewer branches, more independent loads in flight.")
     return sch
-
-
-def pad_factors(plan: Plan) -> list[int]:
-    """pad_einsum's factors: the block tiles; the reduction is not padded (see the pad_tiles knob's help)."""
-    return [*plan.tiles, *[1] * len(plan.splits)]
-
-
-def padded_shapes(sch: Schedule, plan: Plan) -> dict[str, tuple[int, ...]]:
-    """The zero-padded views pad_tiles makes of the tensors (e.g. A_pad), with their shapes, on an unscheduled
-    schedule (which this pads); {} where nothing is padded."""
-    blk = sch.get_sblock("C")
-    if not _pad_to_tiles(sch, blk, plan, lambda _: None):
-        return {}
-    root = sch.get(sch.get_sblock("root"))
-    return {b.name: tuple(int(d) for d in b.shape) for b in root.alloc_buffers}
-
-
-def _pad_to_tiles(sch: Schedule, blk, plan: Plan, steps: Steps) -> bool:
-    """pad_einsum the output axes up to whole block tiles where the tiles do not divide them (`pad_tiles`)."""
-    factors = pad_factors(plan)
-    extents = [int(sch.get(loop).extent) for loop in sch.get_loops(blk)]
-    if not plan.pad or all(e % f == 0 for e, f in zip(extents, factors)):
-        return False
-    sch.pad_einsum(blk, factors)
-    steps(f"pad the output up to whole block tiles ({' x '.join(str(-(-e // f) * f) for e, f in zip(extents, factors))}"
-          " with the reduction): the copies from global read zeros beyond the edges of A and B, so no register "
-          "load or multiply-add in the k loop tests bounds and the edge blocks run the same code as the others; "
-          "only the copies from global and the write-back of C test bounds.")
-    return True
 
 
 def _cache_read(sch: Schedule, blk, name: str, scope: str, padded: bool):

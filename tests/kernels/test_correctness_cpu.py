@@ -117,3 +117,43 @@ def test_random_knobs_stay_in_bounds(op):
 def test_many_random_knobs_stay_in_bounds(op):
     for k in _random_knobs(op, 40, seed=4):
         _in_bounds(op, ODD[op], k)
+
+
+RAGGED = {"M": 70, "N": 45, "K": 37}        # no tile, patch or k tile below divides M, N or K
+
+
+@pytest.mark.parametrize("knobs", [
+    "order=k_outer,cache_b=packed,cache_c=local",
+    "order=k_outer,cache_b=global,cache_c=local,unroll=64",
+    "order=k_inner,cache_b=global,cache_c=local",
+    "order=k_inner,cache_b=packed,cache_c=global,parallel=false",
+    "order=plain,cache_b=global,cache_c=global,vector=1",
+])
+def test_cpu_pad_tiles_computes_the_reference_in_bounds_where_m_n_and_k_do_not_divide(knobs):
+    k = resolve("gemm", "cpu", RAGGED, None, f"tile_m=32,tile_n=32,patch_m=4,patch_n=16,k_split=16,{knobs},"
+                                             "pad_tiles=true")
+    assert k.pad_tiles
+    _check("gemm", RAGGED, k)
+    _in_bounds("gemm", RAGGED, k)
+
+
+def test_cpu_pad_tiles_leaves_no_bounds_test_in_the_multiply_add():
+    """Without the knob the tile remainders put a test (T.where) on the update of every patch lane; with it the
+    only tests are in the padded copies of A and B and in the write-back of the real outputs."""
+    text = "tile_m=32,tile_n=32,patch_m=4,patch_n=16,k_split=16,order=k_outer,cache_b=global,cache_c=local"
+    for pad in (False, True):
+        sch, steps = create("gemm", RAGGED, resolve("gemm", "cpu", RAGGED, None, f"{text},pad_tiles={pad}"), "cpu")
+        src = sch.mod.script()
+        update = src[src.index('T.sblock("C_update")'):]
+        update = update[:update.index("C_pad_local[v_i, v_j] +" if pad else "C_local[v_i, v_j] +")]
+        assert ("T.where" in update) != pad
+        assert any("pad the output up to whole block tiles (96 x 64 x 48" in s for s in steps.lines) == pad
+
+
+def test_cpu_best_pads_ragged_gemm_and_splits_k_into_equal_tiles():
+    """best at a held-out shape of data/cpu_suite.json (1152x415x390 ran at 0.04x numpy unpadded): K=390 in two k
+    tiles of 195 (no padding of K at all), N padded to whole 64-wide tiles; at 1024^3 nothing is padded."""
+    k = resolve("gemm", "cpu", {"M": 1152, "N": 415, "K": 390}, "best")
+    assert k.pad_tiles and k.k_split == 195 and k.tile_n == 64
+    assert resolve("gemm", "cpu", {"M": 1024, "N": 1024, "K": 1000}, "best").k_split == 250
+    assert not resolve("gemm", "cpu", {"M": 1024, "N": 1024, "K": 1024}, "best").pad_tiles

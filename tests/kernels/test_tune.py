@@ -64,6 +64,24 @@ def test_the_presets_are_measured_first():
     assert preset("gemm", "cpu", "best", S) in seen[:2] and preset("gemm", "cpu", "seed", S) in seen[:2]
 
 
+def test_the_final_look_times_the_fastest_few_and_best_again_and_the_fastest_of_those_wins():
+    """best measured in a bad stretch (sixth of six in the search) still gets the second look and wins it."""
+    import dataclasses
+    from kernels.knobs import fit, knob_class
+    best = preset("gemm", "cpu", "best", S)
+    others = [fit(dataclasses.replace(best, k_split=s), S) for s in (8, 16, 32, 4, 2)]
+    trials = [tune.Trial(knobs_text(k), 0.0, 1.0 + i, 0.0, True) for i, k in enumerate(others)]
+    trials.append(tune.Trial(knobs_text(best), 0.0, 50.0, 0.0, True))
+    timed = []
+
+    def measure(ks):                            # on a second look best is the fastest
+        timed.append([knobs_text(k) for k in ks])
+        return [(0.5 if k == best else 3.0, 0.0, "") for k in ks]
+    assert tune.final_pick("gemm", "cpu", trials, measure, S).knobs == knobs_text(best)
+    assert len(timed) == 2 and timed[1] == timed[0][::-1] and len(timed[0]) == tune.FINALISTS + 1
+    assert knobs_text(others[4]) not in timed[0]            # the fifth fastest is not looked at again
+
+
 def test_best_on_the_h200_is_the_shipped_tuned_winner_where_one_was_measured():
     """data/h200_anchors.json (bench/plans/h200_anchors.toml): the MobileNet-style layer, tuned on the H200."""
     from kernels.knobs import resolve
