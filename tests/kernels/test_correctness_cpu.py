@@ -157,3 +157,7 @@ def test_cpu_best_pads_ragged_gemm_and_splits_k_into_equal_tiles():
     assert k.pad_tiles and k.k_split == 195 and k.tile_n == 64
     assert resolve("gemm", "cpu", {"M": 1024, "N": 1024, "K": 1000}, "best").k_split == 250
     assert not resolve("gemm", "cpu", {"M": 1024, "N": 1024, "K": 1024}, "best").pad_tiles
+    # tiles of equal size in whole patches (M) and vectors (N): N=95 in two tiles of 48, not 64 + 64 (padding 33)
+    k = resolve("gemm", "cpu", {"M": 327, "N": 95, "K": 382}, "best")
+    assert (k.tile_m, k.patch_m, k.tile_n, k.patch_n, k.k_split, k.vector) == (56, 4, 48, 48, 191, 16)
+    _check("gemm", {"M": 327, "N": 95, "K": 382}, k)
