@@ -189,13 +189,24 @@ def call_verified(op: str, shape: Shape, mod, dev, target: str, rng=None, checke
     args = [tvm.runtime.tensor(x, dev) for x in xs]
     out = tvm.runtime.tensor(np.full(o.output_shape(shape), np.nan, "float32"), dev)
     mod["main"](*args, out)
-    return rel_error(out.numpy(), _reference_float64(op, target, xs) if ref is None else ref), args + [out], xs
+    with one_blas_thread():
+        return rel_error(out.numpy(), _reference_float64(op, target, xs) if ref is None else ref), args + [out], xs
 
 
 def fresh_check(op: str, shape: Shape, target: str, rng=None) -> tuple[list, np.ndarray]:
     """Random inputs drawn now and their float64 reference, for call_verified(checked=...)."""
     xs = OPS[op].random_inputs(shape, rng or np.random.default_rng())
-    return xs, _reference_float64(op, target, xs)
+    with one_blas_thread():
+        return xs, _reference_float64(op, target, xs)
+
+
+def one_blas_thread():
+    """numpy's checks on one BLAS thread. After a call OpenBLAS's worker spins on the other core for a while,
+    and a parallel TVM kernel timed then runs its second half in scheduler ticks: in a tune on this 2-core
+    machine a 0.013 ms kernel took 2-4 ms per call and the ranking of candidates came out upside down (with
+    OPENBLAS_NUM_THREADS=1 the same sequence timed 0.013 ms throughout). The checks are never timed."""
+    from threadpoolctl import threadpool_limits
+    return threadpool_limits(1, user_api="blas")
 
 
 def _reference_float64(op: str, target: str, xs: list[np.ndarray]) -> np.ndarray:

@@ -130,7 +130,7 @@ class Model:
         if self.w is None:
             return np.array([prior_ms(x) for x in X])
         Z = np.hstack([(X - self.mu) / self.sd, np.ones((len(X), 1))])
-        return np.exp(Z @ self.w)
+        return np.exp(np.clip(Z @ self.w, -60.0, 60.0))      # a wild extrapolation stays a finite time
 
 
 # ------------------------------------------------------------------ the search
@@ -228,9 +228,8 @@ def local_measure(op: str, shape: dict, target: str, repeat: int = 5, workers: i
             if rel >= build.TOLERANCE:
                 out.append((None, rel, f"wrong result (rel. error {rel:.1e})"))
                 continue
-            # calls back to back for at least 10 ms (one call of a slow kernel), as the full timing does: a
-            # single call after a pause pays for waking the thread pool's sleeping workers, a scheduler tick
-            # (4 ms here), and a 0.013 ms parallel kernel timed that way took 3.99 ms
+            # calls back to back for at least 10 ms (one call of a slow kernel), as the full timing does: the
+            # first call after a pause wakes the thread pool's workers, which can cost a scheduler tick (4 ms)
             once = mod.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=10)(*args).results[0] * 1e3
             if measure.fastest and once > SLOW * measure.fastest:
                 ms = once               # far behind the fastest: its one timed call says enough
