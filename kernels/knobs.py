@@ -107,6 +107,7 @@ class Plan:
     one_barrier: bool = False                 # one barrier per reduction tile in a cp.async pipeline
     transposed: tuple[str, ...] = ()          # inputs whose shared tile is stored transposed (GEMM A: [k][m])
     pad: bool = False                         # pad the loops up to whole tiles (pad_einsum) where they do not divide
+    kblocks: int = 1                          # blocks sharing one output's reduction, partial sums added after (CUDA)
 
 
 # rows of a transposed shared tile: a stride of 4 (mod 32) floats (storage_align(factor, offset) in
@@ -193,6 +194,11 @@ class GemmCuda:
                                 "could cross an edge is guarded. K is not padded: where k_split does not divide K, "
                                 "the tests stay on the last k tile's copies (padding K too was 3% slower at "
                                 "1024x1024x1000). Needs cache_c='local'.", (False, True))
+    k_blocks: int = _f(1, "Split K across thread blocks (split-K): k_blocks blocks work on each output tile, each "
+                          "on K / k_blocks of the reduction, and write their partial sums to a global workspace "
+                          "of k_blocks x M x N floats; a second kernel adds them up. Where M x N alone gives too "
+                          "few blocks to fill the SMs (a long K: 512x512x8192 is 64 tiles of 64x64 for 132 SMs), "
+                          "this multiplies the blocks. Must divide K.", (1, 2, 4, 8, 16, 32))
 
     def a_row(self) -> int:
         """Floats per row of A's shared tile: k_split (+ interleave padding), or with transpose_a the padded
@@ -233,7 +239,7 @@ class GemmCuda:
                     interleave=self.interleaved(), pad_rows=row_pad(self.k_split, warp_rows(self)),
                     min_blocks=self.min_blocks, group_rows=self.group_m, one_barrier=self.one_barrier,
                     transposed=("A",) if self.transpose_a and "shared" in self.cache_a else (),
-                    pad=self.pad_tiles)
+                    pad=self.pad_tiles, kblocks=self.k_blocks)
 
 
 @dataclass(frozen=True)
@@ -692,6 +698,9 @@ def fit(k, s: Shape):
         k = replace(k, pad_tiles=False)
     if getattr(k, "k_threads", 1) > 1:
         k = replace(k, k_threads=_largest_divisor(s["N"], k.k_threads))
+    if getattr(k, "k_blocks", 1) > 1:
+        kb = _largest_divisor(s["K"], k.k_blocks)
+        k = replace(k, k_blocks=kb, k_split=min(k.k_split, s["K"] // kb))
     if getattr(k, "group_m", 1) > 1 and k.tile_m > 0:
         k = replace(k, group_m=1 if k.interleaved() else _largest_divisor(_block_rows(k, s), k.group_m))
     if hasattr(k, "vector"):
@@ -881,6 +890,13 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
             out.append(f"group_m={group} launches the blocks out of row order, and interleave=true lays the "
                        "shared tiles out by row-major block (TVM cannot rewrite that layout under a grouped block "
                        "index); use group_m=1 or interleave=false.")
+        kb = getattr(k, "k_blocks", 1)
+        if kb > 1 and s["K"] % kb:
+            out.append(f"k_blocks={kb} does not divide K={s['K']}; each block sums an equal share of K, so use a "
+                       f"k_blocks that divides it, e.g. {_largest_divisor(s['K'], kb)}.")
+        elif kb > 1 and k.k_split > s["K"] // kb:
+            out.append(f"k_split={k.k_split} is larger than the {s['K'] // kb} values of K that each of the "
+                       f"k_blocks={kb} blocks sums; use k_split at most {s['K'] // kb}, or fewer k_blocks.")
         kt = getattr(k, "k_threads", 1)
         if kt > 1 and (k.patch != 1 or k.cache_a != "global" or k.cache_w != "global"):
             out.append(f"k_threads={kt} splits each output's reduction across threads, which streams operands "

@@ -140,8 +140,10 @@ def trace(op: str, shape: Shape, knobs, target: str, seed: int = 0) -> Trace:
 
 
 def _padded(op: str, shape: Shape, knobs, target: str) -> dict[str, tuple[int, ...]]:
-    """Shapes of the zero-padded views (A_pad, C_pad) that the pad_tiles knob adds to a GEMM."""
-    if target not in ("cuda", "cpu") or not getattr(knobs, "pad_tiles", False):
+    """Shapes of the zero-padded views (A_pad, C_pad) that the pad_tiles knob adds to a CUDA GEMM: views only,
+    inlined into the copies from global. (On the CPU the padded operands are arrays of their own, drawn and
+    counted as such.)"""
+    if target != "cuda" or not getattr(knobs, "pad_tiles", False):
         return {}
     from .schedules import unscheduled
     from .schedules._common import padded_shapes

@@ -97,11 +97,13 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     if plan.rthreads > 1:
         return _split_reduction(sch, plan, steps)
     blk = sch.get_sblock("C")
+    padded = False
+    if plan.kblocks > 1:
+        blk, plan, padded = split_k_blocks(sch, blk, plan, steps)
+    out_name = sch.get(blk).writes[0].source.name        # C, or C_rf with split-K
     staged = {n for n, s in plan.caches if s != "global"}
     inline_pads(sch, staged, steps)
-    padded = pad_to_tiles(sch, blk, plan, steps, "the copies from global read zeros beyond the edges of A and B, so "
-                          "no register load or multiply-add in the k loop tests bounds and the edge blocks run the "
-                          "same code as the others; only the copies from global and the write-back of C test bounds.")
+    padded = padded or pad_to_tiles(sch, blk, plan, steps, PAD_WHY)
     for name, scope in plan.caches:
         d = producer(sch, name)
         if d is not None and scope == "global" and not name.endswith("_pad"):
@@ -121,10 +123,10 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     sch.reorder(*bo, *to, *ro, *ri, *po)
     steps(f"split each output axis into block tile {'x'.join(map(str, plan.tiles))} and thread patch "
           f"{'x'.join(map(str, plan.patches))}, and the reduction into tiles of {'x'.join(map(str, plan.splits))}.")
-    if plan.group_rows > 1 and len(bo) == 2:
-        go, gi = sch.split(bo[0], [None, plan.group_rows])
-        sch.reorder(go, bo[1], gi)
-        bo = [go, bo[1], gi]
+    if plan.group_rows > 1 and len(bo) >= 2:      # the last two block axes are M and N (split-K's kb before)
+        go, gi = sch.split(bo[-2], [None, plan.group_rows])
+        sch.reorder(go, bo[-1], gi)
+        bo = [*bo[:-2], go, bo[-1], gi]
         steps(f"launch the blocks in groups of {plan.group_rows} block rows, down each column of the group in "
               "turn: the blocks resident together share the same few column panels of B in L2.")
     bx = sch.fuse(*bo)
@@ -178,8 +180,9 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     if plan.cache_out == "local":
         out = sch.cache_write(blk, 0, "local")
         sch.reverse_compute_at(out, tx)
-        if padded and producer(sch, "C_pad") is not None:    # (padded along M or N) the write-back of the
-            sch.reverse_compute_inline(producer(sch, "C_pad"))  # padded patch writes C where C has elements
+        if padded and producer(sch, f"{out_name}_pad") is not None:    # (padded along M or N) the write-back
+            sch.reverse_compute_inline(producer(sch, f"{out_name}_pad"))  # of the padded patch writes C where C has
+                                                                          # elements
         steps("accumulate the output patch in registers (C_local) and write it to global once at the end.")
         inner = sch.get_loops(out)[-1]
         if plan.vector > 1 and plan.patches[-1] % plan.vector == 0:
@@ -207,6 +210,46 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
         sch.annotate(bx, "pragma_unroll_explicit", 1)
         steps(f"unroll inner loops up to {plan.unroll} steps: fewer branches, more independent loads in flight.")
     return sch
+
+
+PAD_WHY = ("the copies from global read zeros beyond the edges of A and B, so no register load or multiply-add in "
+           "the k loop tests bounds and the edge blocks run the same code as the others; only the copies from global "
+           "and the write-back of C test bounds.")
+
+
+def split_k_blocks(sch: Schedule, blk, plan: Plan, steps: Steps):
+    """Split-K across blocks: rfactor the reduction into `kblocks` partial sums C_rf[kb, m, n], each computed by
+    its own blocks with the plan's tiles (a leading tile of 1 along kb, so blockIdx.x covers kb as well), then a
+    second kernel that adds the partial sums. With pad_tiles the output is padded first (pad_einsum needs the
+    plain GEMM), the partial sums have the padded size, and the second kernel writes only the real outputs.
+    Returns the partial-sum block, the plan for it, and whether the operands were padded."""
+    from dataclasses import replace
+    padded = pad_to_tiles(sch, blk, plan, steps, PAD_WHY)
+    i, j, k = sch.get_loops(blk)
+    ko, _ = sch.split(k, [plan.kblocks, None])
+    rf = sch.rfactor(ko, 0)
+    loops = sch.get_loops(rf)                   # i, j, kb, k within: kb first, so it is a spatial axis like m, n
+    sch.reorder(loops[2], loops[0], loops[1])
+    steps(f"split K across blocks (rfactor): {plan.kblocks} groups of blocks each sum 1/{plan.kblocks} of K into "
+          f"their own partial sums C_rf[{plan.kblocks}][M][N] in global memory, so the grid has {plan.kblocks}x as "
+          "many blocks as output tiles.")
+    f = sch.fuse(*sch.get_loops(blk)[:2])
+    copy = producer(sch, "C_pad")
+    if copy is not None:        # the padded sum in a register, the real outputs written to C
+        sch.set_scope(blk, 0, "local")
+    else:
+        copy = sch.cache_write(blk, 0, "local")
+    sch.reverse_compute_at(copy, f)     # before the split: its remainder test then covers the write too
+    bx, tx = sch.split(f, [None, 256])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    steps(f"then a second kernel adds the {plan.kblocks} partial sums of each output: one thread per output, 256 "
+          "threads per block, neighbouring threads reading neighbouring partial sums; each thread adds them in a "
+          "register and writes its output once" + (" (only the real outputs: the padded ones are dropped)."
+                                                   if padded else "."))
+    shift = tuple((name, dim, axis + 1, g) for name, dim, axis, g in plan.interleave)
+    return rf, replace(plan, tiles=(1, *plan.tiles), patches=(1, *plan.patches), interleave=shift, kblocks=1,
+                       pad=False), padded
 
 
 def _cache_read(sch: Schedule, blk, name: str, scope: str, padded: bool):

@@ -8,6 +8,7 @@ import pytest
 
 from kernels import build, traffic
 from kernels.knobs import resolve
+from kernels.schedules import create
 
 PIPE = "tile_m=32,tile_n=32,patch_m=4,patch_n=4,k_split=8,cache_a=shared+local,cache_b=shared+local,vector=4," \
        "unroll=4096,pipeline=true"
@@ -247,3 +248,85 @@ def test_padded_trace_draws_the_padding_on_the_tensors_it_pads():
     assert max(i for i, _ in regs) == 11 and max(j for _, j in regs) == 11       # C padded to 12 x 12
     assert any(r.tensor == "A" and r.level == "shared" and r.kind == "read" for r in tr.records)
     assert len(tile_animation(tr).frames) > 1
+
+
+SPLITK = "tile_m=32,tile_n=32,patch_m=4,patch_n=4,k_split=8,cache_a=shared+local,cache_b=shared+local,vector=4," \
+         "unroll=4096,pipeline=true,async_copy=true"
+
+
+@pytest.mark.parametrize("knobs, s", [
+    ("k_blocks=4", {"M": 64, "N": 64, "K": 128}),
+    ("k_blocks=2,interleave=true,one_barrier=true", {"M": 64, "N": 64, "K": 64}),
+    ("k_blocks=4,transpose_a=true,one_barrier=true", {"M": 64, "N": 32, "K": 64}),
+    ("k_blocks=2,pad_tiles=true", {"M": 40, "N": 36, "K": 48}),
+    ("k_blocks=8,cache_a=local,cache_b=global,pipeline=false,async_copy=false,vector=1", {"M": 45, "N": 37, "K": 96}),
+    ("k_blocks=2,group_m=2", {"M": 128, "N": 64, "K": 64}),
+])
+def test_split_k_across_blocks_computes_the_reference(knobs, s):
+    k = resolve("gemm", "cuda", s, None, f"{SPLITK},{knobs}")
+    assert k.k_blocks > 1 and traffic.simulate("gemm", s, k, "cuda") < 1e-4
+
+
+def test_split_k_launches_k_blocks_times_the_tiles_then_a_kernel_that_adds_the_partial_sums():
+    s = {"M": 64, "N": 64, "K": 256}
+    one = build.source("gemm", s, resolve("gemm", "cuda", s, None, SPLITK), "cuda", "cuda")
+    four = build.source("gemm", s, resolve("gemm", "cuda", s, None, f"{SPLITK},k_blocks=4"), "cuda", "cuda")
+    def kernels(src):
+        return set(re.findall(r"__global__ void __launch_bounds__\((\d+)\) (\w+)\(", src))
+    assert kernels(one) == {("64", "main_kernel")}
+    # the partial sums (64 threads per 32x32 tile, as without split-K), then the sum (256 threads per block)
+    assert kernels(four) == {("64", "main_kernel"), ("256", "main_kernel_1")} and "C_rf" in four
+    _, steps = create("gemm", s, resolve("gemm", "cuda", s, None, f"{SPLITK},k_blocks=4"), "cuda")
+    assert any("split K across blocks" in line for line in steps.lines)
+    assert any("adds the 4 partial sums" in line for line in steps.lines)
+
+
+def test_split_k_counts_the_workspace_round_trip():
+    """The simulator's counts at full size: the partial sums are written once by the first kernel and read
+    once by the second, k_blocks x M x N floats each way, and the output is written once."""
+    s = {"M": 64, "N": 64, "K": 256}
+    base = traffic.counts("gemm", s, resolve("gemm", "cuda", s, None, SPLITK), "cuda", machine=False)
+    c = traffic.counts("gemm", s, resolve("gemm", "cuda", s, None, f"{SPLITK},k_blocks=4"), "cuda", machine=False)
+    wr, rd = c.level_totals("write"), c.level_totals("read")
+    assert wr["global"] == 4 * 64 * 64 + 64 * 64 == base.level_totals("write")["global"] + 4 * 64 * 64
+    assert rd["global"] == base.level_totals("read")["global"] + 4 * 64 * 64
+    assert c.blocks == 4 * base.blocks + 64 * 64 // 256         # and the blocks of the kernel that adds them
+
+
+def test_split_k_sentences():
+    from kernels.knobs import fitted, knob_class, parse_knobs, validate
+    s = {"M": 64, "N": 64, "K": 100}
+    k = parse_knobs("gemm", "cuda", f"{SPLITK},k_blocks=8", knob_class("gemm", "cuda")())
+    assert any("k_blocks=8 does not divide K=100" in p and "e.g. 4" in p for p in validate("gemm", "cuda", k, s))
+    k = parse_knobs("gemm", "cuda", f"{SPLITK},k_split=64,k_blocks=4", knob_class("gemm", "cuda")())
+    assert any("k_split=64 is larger than the 25 values of K" in p for p in validate("gemm", "cuda", k, s))
+    # a preset is fitted: the largest k_blocks that divides K, and k tiles no longer than a block's share
+    k = fitted("gemm", "cuda", f"{SPLITK},k_blocks=8,k_split=64", s)
+    assert (k.k_blocks, k.k_split) == (4, 25) and not validate("gemm", "cuda", k, s)
+
+
+def test_split_k_machine_counts_of_the_two_kernels():
+    """The emulated SASS (what Nsight Compute would read): the first kernel's 16 blocks of 2 warps store their
+    4x4 patches with four 128-bit stores each (128), the second kernel's 128 warps load the 4 partial sums of
+    their outputs (512) and store each output once (128); its loads are 4 x 64 x 64 floats, 2048 more sectors."""
+    from kernels import sass
+    s = {"M": 64, "N": 64, "K": 256}
+    base = sass.machine_counts("gemm", s, resolve("gemm", "cuda", s, None, SPLITK)).ncu
+    four = sass.machine_counts("gemm", s, resolve("gemm", "cuda", s, None, f"{SPLITK},k_blocks=4")).ncu
+    n = sass.NCU
+    assert base[n["global_st"]] == 32 and base[n["global_ld"]] == 0
+    assert four[n["global_st"]] == 128 + 128 and four[n["global_ld"]] == 512
+    assert four[n["sectors"]] == base[n["sectors"]] + 4 * 64 * 64 * 4 // 32
+    assert four[n["ldgsts"]] == base[n["ldgsts"]]         # the same operand copies, spread over 4x the blocks
+
+
+@pytest.mark.parametrize("extra", ["", ",pad_tiles=true,tile_m=6,tile_n=6"])
+def test_split_k_sum_kernel_writes_only_real_outputs_where_its_256_threads_overhang(extra):
+    """64 outputs (or 144 padded) for one block of 256 threads: the sum and its write-back share the remainder
+    test (the interpreter raises on any access outside a buffer), and the drawable tile still draws A, B, C."""
+    from viz.tile import drawn
+    s = {"M": 8, "N": 8, "K": 8}
+    k = resolve("gemm", "cuda", s, None, "tile_m=4,tile_n=4,patch_m=2,patch_n=2,k_split=2,cache_a=shared+local,"
+                                         f"cache_b=shared+local,vector=1,k_blocks=2{extra}")
+    assert traffic.simulate("gemm", s, k, "cuda") < 1e-4
+    assert drawn(traffic.trace("gemm", s, k, "cuda")) == ["A", "B", "C"]
