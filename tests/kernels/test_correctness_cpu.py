@@ -151,9 +151,9 @@ def test_cpu_pad_tiles_leaves_no_bounds_test_in_the_multiply_add():
 
 
 def test_cpu_best_pads_ragged_gemm_and_splits_k_into_equal_tiles():
-    """best at a held-out shape of the first CPU suite (data/cpu_suite.json of 2026-12-04 in git history; 1152x415x390
-    ran at 0.04x numpy unpadded): K=390 in two k
-    tiles of 195 (no padding of K at all), N padded to whole 64-wide tiles; at 1024^3 nothing is padded."""
+    """best at a held-out shape of the first CPU suite (data/cpu_suite.json of 2026-12-04, in git history), where
+    1152x415x390 ran at 0.04x numpy unpadded: K=390 in two k tiles of 195 (no padding of K at all), N padded to
+    whole 64-wide tiles; at 1024^3 nothing is padded."""
     k = resolve("gemm", "cpu", {"M": 1152, "N": 415, "K": 390}, "best")
     assert k.pad_tiles and k.k_split == 195 and k.tile_n == 64
     assert resolve("gemm", "cpu", {"M": 1024, "N": 1024, "K": 1000}, "best").k_split == 250
