@@ -19,3 +19,29 @@ def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     cmd = "pip install -r requirements.txt && python -m pytest"
     assert cmd in readme and cmd in ci
+
+
+def _cpu_suite():
+    import json
+    import math
+    d = json.loads((ROOT / "data" / "cpu_suite.json").read_text())
+    per_op = {}
+    for step in d["steps"]:
+        vs = [r["ours"].get("vs_vendor") or 0.0 for r in step["output"]]
+        per_op[step["output"][0]["op"]] = vs
+    return per_op, math
+
+
+def test_readme_cpu_suite_figures_come_from_the_data():
+    """The held-out CPU suite's tally in the README is what data/cpu_suite.json holds."""
+    per_op, math = _cpu_suite()
+    text = " ".join((ROOT / "README.md").read_text().split())
+    good = sum(v >= 1 for vs in per_op.values() for v in vs)
+    total = sum(len(vs) for vs in per_op.values())
+    assert f"at or above numpy on {good} of {total}" in text
+    names = {"conv1d": "conv1d", "dwconv2d": "depthwise", "dwsep_conv2d": "depthwise-separable", "gemm": "GEMM"}
+    for op, vs in per_op.items():
+        assert f"{names[op]} {sum(v >= 1 for v in vs)}/{len(vs)}" in text, op
+    g = per_op["gemm"]
+    assert f"geometric mean of {math.exp(sum(map(math.log, g)) / len(g)):.2f}x" in text
+    assert f"none below {min(g):.2f}x" in text
