@@ -471,13 +471,14 @@ def time_variants(variants: list[str], shapes: list[dict], over: str = "best", r
 
 # ------------------------------------------------------------------ rounds: base, variant, reference alternately
 def rounds(shapes: list[dict], n_rounds: int = 10, base: str | None = None, variant: str | None = None,
-           over: str = "best") -> dict:
+           over: str = "best", target: str = "cuda") -> dict:
     """The base (best, or --base) and cuBLAS timed alternately, n_rounds rounds of 7 repeats each, in one process;
-    with a variant (NAME=KNOBS over the base) timed in every round too, right after the base."""
+    with a variant (NAME=KNOBS over the base) timed in every round too, right after the base. With target cpu the
+    base is the CPU's best, the reference numpy, and each side starts after the other's threads went idle."""
     import numpy as np
     import tvm
     from kernels import build
-    from kernels.knobs import knobs_text, parse_knobs, validate, KnobError
+    from kernels.knobs import knobs_text, parse_knobs, preset, validate, KnobError
     from kernels.ops import OPS
     doc = header(method=f"{n_rounds} rounds; each round times best (TVM time_evaluator, 7 repeats of >= 10 ms)"
                         f"{', then the variant (the same way)' if variant else ''} and then the reference (7 repeats "
@@ -486,26 +487,36 @@ def rounds(shapes: list[dict], n_rounds: int = 10, base: str | None = None, vari
     if base:
         doc["base"] = base
     vname, vtext = parse(variant) if variant else (None, None)
+    if target == "cpu":
+        doc["device"] = build.device_name("cpu")
+        doc["method"] = doc["method"].replace("CUDA graph replays", "numpy calls, each side after a "
+                                              f"{build.SETTLE_S} s pause")
+        if base:
+            raise ValueError("--base names CUDA variants; on the CPU the base is the best preset.")
+    settle = (lambda: time.sleep(build.SETTLE_S)) if target == "cpu" else (lambda: None)
     for s in shapes:
-        k = knobs_of(*parse(base), s, over) if base else knobs_of("best", None, s)
-        _, mod, _ = build.compiled(OP, tuple(s.items()), k, "cuda")
-        rel = build.time_module(OP, s, mod, "cuda", 1)[2]             # verified on fresh inputs first
+        k = preset(OP, "cpu", "best", s) if target == "cpu" else \
+            knobs_of(*parse(base), s, over) if base else knobs_of("best", None, s)
+        _, mod, _ = build.compiled(OP, tuple(s.items()), k, target)
+        rel = build.time_module(OP, s, mod, target, 1)[2]             # verified on fresh inputs first
         xs = OPS[OP].random_inputs(s, np.random.default_rng(0))
-        ref = build.reference_timer(OP, "cuda", xs)
-        dev = build._tvm_dev("cuda")
+        ref = build.reference_timer(OP, target, xs)
+        dev = build._tvm_dev(target)
         args = [tvm.runtime.tensor(x, dev) for x in xs]
         args.append(tvm.runtime.tensor(np.zeros(OPS[OP].output_shape(s), "float32"), dev))
         if vname:
-            kv = parse_knobs(OP, "cuda", vtext or "", k)
-            if validate(OP, "cuda", kv, s):
-                raise KnobError(validate(OP, "cuda", kv, s))
-            _, vmod, _ = build.compiled(OP, tuple(s.items()), kv, "cuda")
-            vrel = build.time_module(OP, s, vmod, "cuda", 1)[2]       # verified on fresh inputs first
+            kv = parse_knobs(OP, target, vtext or "", k)
+            if validate(OP, target, kv, s):
+                raise KnobError(validate(OP, target, kv, s))
+            _, vmod, _ = build.compiled(OP, tuple(s.items()), kv, target)
+            vrel = build.time_module(OP, s, vmod, target, 1)[2]       # verified on fresh inputs first
         best_ms, var_ms, ref_ms = [], [], []
         for _ in range(n_rounds):
+            settle()
             best_ms.append(float(np.median(build._time_tvm(mod, dev, args, 7))))
             if vname:
                 var_ms.append(float(np.median(build._time_tvm(vmod, dev, args, 7))))
+            settle()
             ref_ms.append(float(np.median(build._time_host(ref[1], 7, ref[2]))))
         ratios = [r / b for r, b in zip(ref_ms, best_ms)]
         row = {"shape": s, "knobs": knobs_text(k), "rel_err": rel, "ok": rel < build.TOLERANCE,
@@ -541,6 +552,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--rounds", type=int, default=10)
     r.add_argument("--base", help="what stands for best (a VARIANT; default: the best preset at each shape)")
     r.add_argument("--variant", help="NAME=KNOBS: the base with these knobs changed, timed in every round too")
+    r.add_argument("--target", default="cuda", choices=("cuda", "cpu"), help="cpu: best on this CPU against numpy")
     s = sub.add_parser("source", help="a variant's CUDA source (no GPU needed)")
     s.add_argument("--size", type=int, default=1024)
     s.add_argument("--over", default="best", choices=OVER)
@@ -564,7 +576,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "time":
         doc = time_variants(a.variants, shapes, a.over, a.repeat)
     else:
-        doc = rounds(shapes, a.rounds, a.base, a.variant, a.over)
+        doc = rounds(shapes, a.rounds, a.base, a.variant, a.over, a.target)
     print(json.dumps(doc, indent=1))
     return 0
 

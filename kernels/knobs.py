@@ -549,8 +549,10 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
         # pad_tiles where the tiles or k tiles do not divide M, N or K: a remainder inside the register patch
         # scalarizes the vector loop (178x671x217: 8.06 ms -> 0.38 ms) and a k remainder halves the speed
         # (1152x448x384, k_split 256 -> 192: 4.10 -> 1.88 ms); data/cpu_suite.json has the held-out shapes.
-        "best": dict(tile_m=64, tile_n=64, patch_m=4, patch_n=64, k_split=256, order="k_outer", cache_b="packed",
-                     cache_c="local", vector=16, parallel=True, pad_tiles=True),
+        # order=k_inner, unroll=256: each 4x64 patch sums all of K in its 16 vector registers before it is written;
+        # faster than k_outer in 7 of 7 alternating rounds at each of 9 shapes, 1.01-1.34x (data/cpu_gemm_order.json)
+        "best": dict(tile_m=64, tile_n=64, patch_m=4, patch_n=64, k_split=256, order="k_inner", cache_b="packed",
+                     cache_c="local", vector=16, parallel=True, unroll=256, pad_tiles=True),
     },
     ("conv1d", "cpu"): {
         "baseline": dict(tile=1, patch=1, k_split=BIG, order="plain", pad="global", cache_c="global", vector=1,
