@@ -548,7 +548,8 @@ PRESETS: dict[tuple[str, str], dict[str, dict]] = {
                      vector=16, parallel=False),
         # pad_tiles where the tiles or k tiles do not divide M, N or K: a remainder inside the register patch
         # scalarizes the vector loop (178x671x217: 8.06 ms -> 0.38 ms) and a k remainder halves the speed
-        # (1152x448x384, k_split 256 -> 192: 4.10 -> 1.88 ms); data/cpu_suite.json has the held-out shapes.
+        # (1152x448x384, k_split 256 -> 192: 4.10 -> 1.88 ms); measured on the 2-core CPU on 2026-12-05. The
+        # held-out suite before (GEMM 3/16) and after (11/20): data/cpu_suite.json and its git history.
         # order=k_inner, unroll=256: each 4x64 patch sums all of K in its 16 vector registers before it is written;
         # faster than k_outer in 7 of 7 alternating rounds at each of 9 shapes, 1.01-1.34x (data/cpu_gemm_order.json)
         "best": dict(tile_m=64, tile_n=64, patch_m=4, patch_n=64, k_split=256, order="k_inner", cache_b="packed",

@@ -279,9 +279,9 @@ def final_pick(op: str, target: str, ok: list, measure, shape: dict | None = Non
     """The fastest few trials, and `best` where it was measured, timed again twice in opposite orders; the
     fastest of those wins. One search measurement is a few repeats, and on a busy CPU a slower kernel can look
     faster in it (a 64-trial GEMM tune once ended on a winner 5% slower than best, a side-by-side run on one 2x
-    slower). On this 2-core machine a parallel kernel's calls sometimes take a scheduler tick each (the second
-    core is slow to wake), so `best`, measured in a bad stretch, could drop out of the top few (a dwconv tune
-    ended on a serial kernel at half best's speed): it always gets the second look."""
+    slower). A parallel kernel measured while another thread held the second core (OpenBLAS's spinning worker,
+    before the checks ran on one BLAS thread) took a scheduler tick per call, and `best` dropped out of the
+    top few (a dwconv tune ended on a serial kernel at half best's speed): it always gets the second look."""
     top = sorted(ok, key=lambda t: t.median_ms)[:FINALISTS]
     if shape is not None:
         b = knobs_text(preset(op, target, "best", shape))

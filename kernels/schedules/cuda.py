@@ -100,7 +100,7 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     padded = False
     if plan.kblocks > 1:
         blk, plan, padded = split_k_blocks(sch, blk, plan, steps)
-    out_name = sch.get(blk).writes[0].source.name        # C, or C_rf with split-K
+    out_name = sch.get(blk).writes[0].source.name        # C; with split-K the partial sums (C_rf or C_pad_rf)
     staged = {n for n, s in plan.caches if s != "global"}
     inline_pads(sch, staged, steps)
     padded = padded or pad_to_tiles(sch, blk, plan, steps, PAD_WHY)
@@ -180,9 +180,10 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     if plan.cache_out == "local":
         out = sch.cache_write(blk, 0, "local")
         sch.reverse_compute_at(out, tx)
-        if padded and producer(sch, f"{out_name}_pad") is not None:    # (padded along M or N) the write-back
-            sch.reverse_compute_inline(producer(sch, f"{out_name}_pad"))  # of the padded patch writes C where C has
-                                                                          # elements
+        # (padded along M or N) the write-back of the padded patch writes C where C has elements; with split-K
+        # the sum kernel writes C, so there is no C_pad to inline here
+        if padded and producer(sch, f"{out_name}_pad") is not None:
+            sch.reverse_compute_inline(producer(sch, f"{out_name}_pad"))
         steps("accumulate the output patch in registers (C_local) and write it to global once at the end.")
         inner = sch.get_loops(out)[-1]
         if plan.vector > 1 and plan.patches[-1] % plan.vector == 0:
