@@ -127,11 +127,12 @@ def command(plan: dict) -> str:
     return f"python -m bench.run {rel(plan['path'])}"
 
 
-def device_command(plan: dict) -> str:
-    """What to give the device tool (carry .tvmslim), or to run here for a CPU plan."""
+def device_command(plan: dict, steps: str | None = None) -> str:
+    """What to give the device tool (carry .tvmslim, built by bench/bundle.sh), or to run here for a CPU plan."""
+    only = f" --steps {steps}" if steps else ""
     if plan["device"] == "cpu":
-        return command(plan)
-    return DEVICE_PREFIX + f"python3 -m bench.run {rel(plan['path'])} --out $OUT"
+        return command(plan) + only
+    return DEVICE_PREFIX + f"python3 -m bench.run {rel(plan['path'])}{only} --out $OUT"
 
 
 def _env(*layers: dict) -> dict:
@@ -341,10 +342,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         plan = load(a.plan)
         if a.print:
-            print(device_command(plan))
+            print(device_command(plan, a.steps))
             if plan["device"] != "cpu":
-                print("(device tool: carry [\".tvmslim\"]; then copy files_at/" + plan["data"] + " to "
-                      + plan["data"] + ")")
+                print("(device tool: carry [\".tvmslim\"], built once by bash bench/bundle.sh; then copy files_at/"
+                      + plan["data"] + " to " + plan["data"] + ")")
             return 0
         steps = [int(x) for x in a.steps.split(",")] if a.steps else None
     except (PlanError, ValueError) as e:

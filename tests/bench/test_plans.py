@@ -250,6 +250,10 @@ def test_a_device_plan_prints_the_command_for_the_gpu_machine():
     p = subprocess.run([sys.executable, "-m", "bench.run", "h200_kmajor", "--print"], cwd=ROOT, capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0 and "python3 -m bench.run bench/plans/h200_kmajor.toml --out $OUT" in p.stdout
+    assert "bench/bundle.sh" in p.stdout
+    p = subprocess.run([sys.executable, "-m", "bench.run", "h200_suite", "--steps", "1,2", "--print"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "bench/plans/h200_suite.toml --steps 1,2 --out $OUT" in p.stdout
 
 
 # ---------------------------------------------------------------- the tools' own logic, on the data

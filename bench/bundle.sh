@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds .tvmslim, the TVM bundle the device plans carry (bench/run.py's DEVICE_PREFIX installs it there):
+# apache-tvm and apache-tvm-ffi at requirements.txt's pins, plus the RPC/MetaSchedule extras the GPU machine
+# lacks (tornado, psutil, cloudpickle). Once per machine, ~4 minutes; skips if up to date.
+#
+#   bash bench/bundle.sh            # then: python -m bench.run PLAN --print
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.tvmslim
+pin() { sed -n "s/^$1==\([^ ]*\).*/\1/p" requirements.txt; }
+export TVM_VERSION=$(pin 'apache-tvm\[rpc\]') TVM_FFI_VERSION=$(pin apache-tvm-ffi)
+grep -qx "$out/" .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo "$out/" >> .git/info/exclude; }
+if [[ -f $out/.done-extras-$TVM_VERSION-$TVM_FFI_VERSION ]]; then echo "$out is up to date"; exit 0; fi
+rm -rf "$out"
+bash ../shared/device/make-tvm-bundle.sh "$out"
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+  --platform any -d "$out/extras" "tornado==$(pin tornado)" "psutil==$(pin psutil)" "cloudpickle==$(pin cloudpickle)"
+# The carry limit (64 MiB with the working tree) leaves no room for apache-tvm-ffi's sources and tests: unpack
+# the ffi wheel and the extras, drop those, and ship them as one site.tar.xz the install unpacks.
+site=$(mktemp -d); trap 'rm -rf "$site"' EXIT
+python3 -c "import zipfile,sys; [zipfile.ZipFile(w).extractall(sys.argv[1]) for w in sys.argv[2:]]" "$site" \
+  "$out"/apache_tvm_ffi-*.whl "$out"/extras/*.whl
+rm -rf "$site"/tvm_ffi/src "$site"/tvm_ffi/cython "$site"/tvm_ffi/include/dlpack/*.md "$site"/tornado/test
+find "$site" -name __pycache__ -prune -exec rm -rf {} +
+tar -C "$site" -cJf "$out/site.tar.xz" .
+rm -rf "$out"/apache_tvm_ffi-*.whl "$out/extras"
+sed -i 's|python3 -m pip install .*apache_tvm_ffi-\*.whl|tar -xJf "$here/site.tar.xz" -C $S|' "$out/install.sh"
+grep -q site.tar.xz "$out/install.sh"
+touch "$out/.done-extras-$TVM_VERSION-$TVM_FFI_VERSION"
+du -sh "$out"
