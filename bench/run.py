@@ -42,7 +42,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = Path(__file__).resolve().parent / "plans"
-KINDS = ("cpu", "nvidia-h200", "nvidia-h200-x2", "nvidia-h200-x4", "nvidia-h200-x8")
+KINDS = ("cpu", "nvidia-h100-x1", "nvidia-h200", "nvidia-h200-x2", "nvidia-h200-x4", "nvidia-h200-x8")
 STEP_KEYS = {"name", "cmd", "each", "env", "timeout_s", "background", "wait_s", "file"}
 PLAN_KEYS = {"title", "device", "data", "note", "env", "record", "steps"}
 # How the steps' outputs become the data file (the layout its readers, pages and tests, expect):
