@@ -162,3 +162,28 @@ def test_cpu_best_pads_ragged_gemm_and_splits_k_into_equal_tiles():
     k = resolve("gemm", "cpu", {"M": 327, "N": 95, "K": 382}, "best")
     assert (k.tile_m, k.patch_m, k.tile_n, k.patch_n, k.k_split, k.vector) == (56, 4, 48, 48, 191, 16)
     _check("gemm", {"M": 327, "N": 95, "K": 382}, k)
+
+
+@pytest.mark.parametrize("shape,peeled", [
+    (dict(M=5000, N=18), (16, 9)),      # 5017 outputs: 39 whole patches of 128, then one whole vector and 9 lanes
+    (dict(M=6000, N=9), (112, 8)),      # 6008: 46 whole patches, then 7 whole vectors and 8 lanes
+    (dict(M=1024, N=1024), (0, 15)),    # 2047: the 127 left over are 6% of the output, so only the lanes peel
+])
+def test_conv1d_peels_down_to_whole_register_patches(shape, peeled):
+    """conv1d's one output axis is peeled down to whole register patches where what is left is under 2.5% of
+    the output: the patch update then has no bounds test inside it (a test per patch, outside, remains), and
+    the outputs left over are computed right, in bounds, in their own loop nests."""
+    k = resolve("conv1d", "cpu", shape, "best")
+    assert (k.patch, k.vector) == (128, 16)
+    sch, steps = create("conv1d", shape, k, "cpu")
+    ext = shape["M"] + shape["N"] - 1
+    vectors, lanes = peeled
+    line = next(s for s in steps.lines if s.startswith("peel the last"))
+    assert line.startswith(f"peel the last {vectors + lanes} of {ext} contiguous outputs"), line
+    src = sch.mod.script()
+    update = src[src.index('T.sblock("C_i0_update")'):]
+    update = update[:update.index("C[v_i] = C[v_i] +")]
+    where = [ln.strip() for ln in update.splitlines() if "T.where" in ln]
+    assert len(where) == 1 and ("* 8 +" in where[0]) != bool(vectors), where   # the vector in the patch tested?
+    _check("conv1d", shape, k)
+    _in_bounds("conv1d", shape, k)
