@@ -348,6 +348,10 @@ def main(argv: list[str] | None = None) -> int:
                       + plan["data"] + " to " + plan["data"] + ")")
             return 0
         steps = [int(x) for x in a.steps.split(",")] if a.steps else None
+        n = len(plan["steps"])
+        if steps and not all(1 <= x <= n for x in steps):
+            raise PlanError(f"--steps {a.steps} names a step the plan does not have: it has {n} (a step with "
+                            "'each' is one step, however many commands it expands to).")
     except (PlanError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -417,7 +417,10 @@ def _enumerate(loops, members, mconds, tx, space):
             if comp is not None:
                 break
     if comp is not None:
-        return _enumerate_compressed(loops, members, mconds, tx, space, comp)
+        res = _enumerate_compressed(loops, members, mconds, tx, space, comp)
+        if res is None:             # its distinct values times the other loops are still too many to visit
+            raise NotImplementedError("a bounds test over more loop points than the counter visits")
+        return res
     order = [i for i in members if i != tx] + ([tx] if tx is not None else [])
     exts = [loops[i][1] for i in order]
     if tx is not None:
