@@ -43,7 +43,7 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
                     "bounds and no remainder runs scalar code; the zero rows and columns are read from padded copies "
                     "of the operands and the padded outputs are dropped when C is written."):
         _padded_operands(sch, plan, stages, steps)
-    blk, tails = _peel(sch, blk, plan, stages, steps)
+    blk, tail = _peel(sch, blk, plan, stages, steps)
     parts = _tile(sch, blk, plan, steps)
     bo = sch.fuse(*parts["bo"]) if len(parts["bo"]) > 1 else parts["bo"][0]
     if plan.parallel:
@@ -65,7 +65,7 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
                   "vectors.")
         elif b is not None and is_pad(name) and producer(sch, "D") is None:
             if where == "compute_at":
-                if tails:               # the peeled nests read the padding inline; the main nest per tile
+                if tail is not None:    # the peeled nest reads the padding inline; the main nest per tile
                     b = sch.cache_read(blk, read_index(sch, blk, name), "global")
                     sch.compute_inline(producer(sch, name))
                 _pad_at(sch, b, bo)
@@ -86,8 +86,8 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
         _register_patch(sch, parts, plan, steps)
     first_r = next(l for key in ORDER[plan.order] if key in ("ro", "ri") for l in parts[key])
     sch.decompose_reduction(blk, first_r)
-    for b, kind in tails:
-        _schedule_tail(sch, b, kind, plan)
+    if tail is not None:
+        _schedule_tail(sch, tail, plan)
     if plan.unroll:
         sch.annotate(bo, "pragma_auto_unroll_max_step", plan.unroll)
         steps(f"unroll inner loops up to {plan.unroll} steps.")
@@ -105,7 +105,8 @@ def _tile(sch: Schedule, blk, plan: Plan, steps: Steps) -> dict[str, list]:
             loop, lanes = sch.split(loop, [None, plan.vector])
             t, p = t // plan.vector, p // plan.vector
             parts["lanes"].append(lanes)
-        if int(sch.get(loop).extent) % p == 0 and int(sch.get(loop).extent) % t:
+        ext = int(sch.get(loop).extent)
+        if ext % p == 0 and ext % t:
             # whole patches, not whole tiles: the remainder is a test per patch, outside it (a test on a
             # vector inside the patch makes LLVM load and store its accumulators at every reduction step)
             rest, pp = sch.split(loop, [None, p])
@@ -209,11 +210,11 @@ def _simd(plan: Plan) -> bool:
 
 
 def _peel(sch: Schedule, blk, plan: Plan, stages: dict, steps: Steps):
-    """(main block, [(peeled block, 'vectors' | 'lanes')]): the contiguous axis split into full vectors and the
-    rest. The axis is moved outermost first so that each part gets a loop nest of its own. Not with D per tile
-    or inline: D cannot follow its consumer into two loop nests.
-    With one output axis (conv1d) the main nest keeps whole register patches, the whole vectors left over get a
-    nest of their own, then the lanes: a remainder inside the main nest's patches tests whole vectors there,
+    """(main block, peeled block or None): the contiguous axis split into full vectors and the rest. The axis
+    is moved outermost first so that each part gets a loop nest of its own. Not with D per tile or inline:
+    D cannot follow its consumer into two loop nests.
+    With one output axis (conv1d) the main nest keeps whole register patches and the rest (whole vectors and
+    lanes) is peeled: a remainder inside the main nest's patches tests whole vectors there,
     and LLVM then loads and stores every accumulator at every tap (1.8x slower at M=89153, N=18; 1.4-2.5x at
     five other shapes from M=2711, N=29 to M=237568, N=17)."""
     n = len(plan.tiles)
@@ -228,30 +229,28 @@ def _peel(sch: Schedule, blk, plan: Plan, stages: dict, steps: Steps):
     if not (lanes or vectors) or stages.get("D") in ("compute_at", "inline") or plan.cache_out == "local":
         # loop_partition gives its blocks whole-buffer read/write regions, so a C_local written back after
         # it would cover every tile: with parallel tiles, two cores then write the same outputs (a race)
-        return blk, []
+        return blk, None
     sch.reorder(loops[n - 1], *loops[:n - 1])
-    sizes = [ext - vectors - lanes] + ([vectors] if vectors and lanes else []) + [None]
-    parts = [sch.get_child_blocks(lp)[0] for lp in sch.loop_partition(loops[n - 1], sizes)]
-    main, rest = parts[0], list(zip(parts[1:], (["vectors"] if vectors else []) + (["lanes"] if lanes else [])))
+    main, rest = sch.loop_partition(loops[n - 1], [ext - vectors - lanes, None])
+    main, rest = sch.get_child_blocks(main)[0], sch.get_child_blocks(rest)[0]
     ml = sch.get_loops(main)
     if n > 1:
         sch.reorder(*ml[1:n], ml[0])            # back to the operator's axis order for tiling
-    steps(f"peel the last {vectors + lanes} of {ext} contiguous outputs into loop nests of their own "
+    steps(f"peel the last {vectors + lanes} of {ext} contiguous outputs into their own loop nest "
           "(loop_partition): " + (f"the main nest's register patches are all whole ({vectors // plan.vector} "
                                   f"whole vectors and {lanes} lanes left over), so none tests bounds inside."
                                   if n == 1 else "the main nest's vectors are all full, so no lane needs a bounds test."))
     return main, rest
 
 
-def _schedule_tail(sch: Schedule, tail, kind: str, plan: Plan) -> None:
-    """A peeled nest: the reduction outside, the contiguous outputs innermost: the few lanes as one short
-    vector, or whole vectors unrolled, each its own accumulator."""
+def _schedule_tail(sch: Schedule, tail, plan: Plan) -> None:
+    """The peeled outputs: the reduction outside, the few contiguous outputs innermost as one short vector."""
     n = len(plan.tiles)
     loops = sch.get_loops(tail)             # contiguous axis, the other spatial axes, the reductions
     sch.reorder(*loops[1:n], *loops[n:], loops[0])
-    sch.vectorize(loops[0])
     if plan.parallel and n > 1:
         sch.parallel(sch.fuse(*loops[1:n]) if n > 2 else loops[1])
+    sch.vectorize(loops[0])
     if n < len(loops):
         sch.decompose_reduction(tail, loops[n])
 
