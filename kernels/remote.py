@@ -300,6 +300,13 @@ def measure_pool(op: str, shape: Shape, target: str, pool: Pool | str, repeat: i
                     got[k] = (ms, rel, "" if ok else f"wrong result (rel. error {rel:.1e})")
                 except RemoteError as e:
                     got[k] = (None, None, str(e))
+                    if not _answers(sess):      # the candidate took the server's session down: a fresh one
+                        try:
+                            sess, addr = _session(pool, wait_s, session_s)
+                            with _faults(pool, addr, sess, session_s):
+                                dev, _, tgt = _device(sess, target, pool.key)
+                        except RemoteError:
+                            return                  # the other workers measure what is left
                 except Exception as e:      # noqa: BLE001 - a candidate that does not build is a failed trial
                     got[k] = (None, None, f"it did not build: {_first_line(str(e))}")
         threads = [threading.Thread(target=worker) for _ in range(min(width, len(ks)))]

@@ -5,12 +5,16 @@ its time counts, and every trial is recorded in the results store (source "tune"
 from __future__ import annotations
 
 import math
+import os
+import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
+from . import isolated
 from .knobs import KnobError, fit, fields_of, knob_class, knobs_text, parse_knobs, preset, random_valid, validate
 
 SLOW = 4.0                      # a candidate this many times slower than the fastest so far is timed once
@@ -208,48 +212,61 @@ def preflight(op: str, shape: dict, k, target: str) -> str | None:
     return None
 
 
-def local_measure(op: str, shape: dict, target: str, repeat: int = 5, workers: int | None = None):
+def local_measure(op: str, shape: dict, target: str, repeat: int = 5, workers: int | None = None,
+                  isolate: bool | None = None):
     """measure() on this machine: candidates compiled in parallel threads, then verified and timed one at a
     time on the device: verified against float64 before any time counts (on inputs drawn at random for this
     search, the reference computed once), then timed `repeat` times, or only once when that first timing is
-    over SLOW times the fastest so far."""
+    over SLOW times the fastest so far. With `isolate` (the default on CUDA) each candidate runs in a child
+    process (kernels.isolated), so one that faults on the GPU is a failed trial, not the end of the search.
+    `measure.close()` ends the child and removes the libraries."""
     from . import build
     workers = workers or compile_workers()
+    isolate = target == "cuda" if isolate is None else isolate
+    libs: dict = {}                 # candidate -> its linked library (isolate)
 
     def compile_one(k):
         try:
-            build.compiled(op, tuple(shape.items()), k, target)
+            if isolate:
+                if k not in libs:
+                    path = os.path.join(measure.dir.name, f"k{len(libs)}_{threading.get_ident()}.so")
+                    build.executable(op, shape, k, target).export_library(path)
+                    libs[k] = path
+            else:
+                build.compiled(op, tuple(shape.items()), k, target)
         except Exception as e:      # noqa: BLE001 - a candidate that fails to build is a failed trial
             return f"it did not build: {str(e).strip().splitlines()[-1][:200] if str(e).strip() else type(e).__name__}"
         return preflight(op, shape, k, target)
+
+    def one(k):
+        if isolate:
+            if measure.worker is None:
+                measure.worker = isolated.Worker(op, shape, target, repeat, SLOW)
+            return measure.worker.measure(libs[k], measure.fastest)
+        _, mod, _ = build.compiled(op, tuple(shape.items()), k, target)
+        if measure.checked is None:     # inputs drawn for this search, one float64 reference for all
+            measure.checked = build.fresh_check(op, shape, target)
+        return isolated.judge(op, shape, target, mod, build._tvm_dev(target), measure.checked, measure.fastest,
+                              repeat, SLOW)
 
     def measure(ks):
         with ThreadPoolExecutor(workers) as ex:
             built = list(ex.map(compile_one, ks))
         out = []
         for k, err in zip(ks, built):
-            if err:
-                out.append((None, None, err))
-                continue
-            _, mod, _ = build.compiled(op, tuple(shape.items()), k, target)
-            dev = build._tvm_dev(target)
-            if measure.checked is None:     # inputs drawn for this search, one float64 reference for all
-                measure.checked = build.fresh_check(op, shape, target)
-            rel, args, _ = build.call_verified(op, shape, mod, dev, target, checked=measure.checked)
-            if rel >= build.TOLERANCE:
-                out.append((None, rel, f"wrong result (rel. error {rel:.1e})"))
-                continue
-            # calls back to back for at least 10 ms (one call of a slow kernel), as the full timing does: the
-            # first call after a pause wakes the thread pool's workers, which can cost a scheduler tick (4 ms)
-            once = mod.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=10)(*args).results[0] * 1e3
-            if measure.fastest and once > SLOW * measure.fastest:
-                ms = once               # far behind the fastest: its one timed call says enough
-            else:
-                ms = float(np.median(build._time_tvm(mod, dev, args, repeat)))
-            measure.fastest = min(measure.fastest or ms, ms)
-            out.append((ms, rel, ""))
+            got = (None, None, err) if err else one(k)
+            if got[0] is not None:
+                measure.fastest = min(measure.fastest or got[0], got[0])
+            out.append(got)
         return out
-    measure.fastest, measure.checked = None, None
+
+    def close():
+        if measure.worker is not None:
+            measure.worker.close()
+            measure.worker = None
+        measure.dir.cleanup()
+    measure.fastest, measure.checked, measure.worker, measure.close = None, None, None, close
+    measure.dir = tempfile.TemporaryDirectory(prefix="kernels-tune-")
     return measure
 
 
@@ -267,12 +284,16 @@ def tune(op: str, shape: dict, target: str, trials: int = 32, rpc: str | None = 
             raise KnobError([build.target_available(target) + " Tune on a machine with a GPU, or pass --rpc."])
         measure, device = local_measure(op, shape, target), build.device_name(target)
     batch = 4 if rpc else max(4, min(8, compile_workers()))     # a batch keeps the compiling threads busy
-    history = search(op, shape, target, trials, measure, np.random.default_rng(seed), batch=batch,
-                     progress=progress)
-    ok = [t for t in history if t.ok]
-    if not ok:
-        raise KnobError([f"None of the {len(history)} candidates built and verified; see the trials."])
-    winner = final_pick(op, target, ok, measure, shape)
+    try:
+        history = search(op, shape, target, trials, measure, np.random.default_rng(seed), batch=batch,
+                         progress=progress)
+        ok = [t for t in history if t.ok]
+        if not ok:
+            raise KnobError([f"None of the {len(history)} candidates built and verified; see the trials."])
+        winner = final_pick(op, target, ok, measure, shape)
+    finally:
+        if hasattr(measure, "close"):
+            measure.close()
     k = parse_knobs(op, target, winner.knobs, knob_class(op, target)())
     r = remote.run(op, shape, k, target, rpc) if rpc else build.run(op, shape, k, target)
     if record:

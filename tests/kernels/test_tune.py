@@ -108,3 +108,48 @@ def test_best_on_the_h200_is_the_shipped_tuned_winner_where_one_was_measured():
         resolve(r["op"], r["target"], r["shape"], None, got[0])        # a valid knob set at that shape
         assert r["ours"]["median_ms"] > 0 and r["vendor_ms"] > 0
         assert shipped_best(r["op"], r["target"], r["shape"], "another GPU") is None
+
+
+def _aborting_library(path, s):
+    """A library with the GEMM's signature whose kernel calls abort(): what a GPU fault does to its process."""
+    import tvm
+    from tvm.script import tirx as T
+    M, N, K = s["M"], s["N"], s["K"]
+
+    @T.prim_func
+    def main(A: T.Buffer((M, K), "float32"), B: T.Buffer((K, N), "float32"), C: T.Buffer((M, N), "float32")):
+        T.evaluate(T.call_extern("int32", "abort"))
+    tvm.compile(tvm.IRModule({"main": main}), target="llvm").export_library(str(path))
+    return str(path)
+
+
+def test_a_candidate_that_kills_the_process_running_it_is_a_failed_trial_and_the_next_one_still_runs(tmp_path):
+    """The H200 anchors run at GEMM 1024^3 died on a candidate that faulted ('misaligned address' ends the
+    process); candidates now run in a child process (kernels.isolated), restarted after one dies."""
+    from kernels import build
+    from kernels.isolated import Worker
+    crash = _aborting_library(tmp_path / "abort.so", S)
+    good = str(tmp_path / "good.so")
+    build.executable("gemm", S, preset("gemm", "cpu", "best", S), "cpu").export_library(good)
+    w = Worker("gemm", S, "cpu", repeat=3, slow=tune.SLOW)
+    try:
+        ms, rel, err = w.measure(crash, None)
+        assert ms is None and rel is None and err.startswith("it crashed the process that ran it on the device")
+        ms, rel, err = w.measure(good, None)
+        assert ms > 0 and rel < build.TOLERANCE and err == ""
+        assert w.crashes == 1
+    finally:
+        w.close()
+
+
+def test_isolated_measurement_verifies_and_times_like_the_in_process_one():
+    k = preset("gemm", "cpu", "best", S)
+    other = preset("gemm", "cpu", "naive", S)
+    m = tune.local_measure("gemm", S, "cpu", repeat=3, isolate=True)
+    try:
+        got = m([k, other])
+        assert all(ms > 0 and rel < 1e-4 and err == "" for ms, rel, err in got)
+        assert m.worker is not None and m.worker.crashes == 0 and m.fastest == min(ms for ms, _, _ in got)
+    finally:
+        m.close()
+    assert m.worker is None and not __import__("os").path.exists(m.dir.name)

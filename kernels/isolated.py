@@ -1,0 +1,115 @@
+"""The tuner's candidates verified and timed in a child process: a kernel that faults on the GPU ('misaligned
+address', an illegal access) leaves the CUDA context unusable and ends the process that ran it, so it must not
+be the tuning process. The H200 anchors run of GEMM 1024^3 (2026-12-05, data/h200_anchors.json step 1) died that
+way 17 s in, on a candidate of the first batch that the SASS preflight had passed.
+
+The parent compiles and links each candidate into a shared library (in threads, as before); the child loads it,
+checks it against float64 on inputs it drew once for the search, and times it. When the child dies, the trial
+fails with what it wrote on stderr and the next candidate gets a fresh child."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import tempfile
+
+import numpy as np
+
+TIMEOUT_S = 120.0           # one candidate's check and timing; a kernel that hangs is stopped after this
+
+
+def judge(op: str, shape: dict, target: str, mod, dev, checked, fastest: float | None, repeat: int, slow: float):
+    """(median ms | None, rel. error | None, error sentence) of one loaded candidate: verified against the float64
+    reference first, then timed `repeat` times, or once when that first timing is over `slow` times `fastest`."""
+    from . import build
+    rel, args, _ = build.call_verified(op, shape, mod, dev, target, checked=checked)
+    if rel >= build.TOLERANCE:
+        return None, rel, f"wrong result (rel. error {rel:.1e})"
+    # calls back to back for at least 10 ms (one call of a slow kernel), as the full timing does: the first call
+    # after a pause wakes the thread pool's workers, which can cost a scheduler tick (4 ms)
+    once = mod.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=10)(*args).results[0] * 1e3
+    if fastest and once > slow * fastest:
+        return once, rel, ""            # far behind the fastest: its one timed call says enough
+    return float(np.median(build._time_tvm(mod, dev, args, repeat))), rel, ""
+
+
+def _serve(conn, op: str, shape: dict, target: str, repeat: int, slow: float, err_path: str) -> None:
+    """The child: load, verify and time each library it is sent until the pipe closes."""
+    fd = os.open(err_path, os.O_WRONLY | os.O_APPEND)       # what the runtime prints as it dies, for the parent
+    os.dup2(fd, 2)
+    import tvm
+    from . import build
+    dev, checked = build._tvm_dev(target), None
+    while True:
+        try:
+            path, fastest = conn.recv()
+        except EOFError:
+            return
+        try:
+            mod = tvm.runtime.load_module(path)
+            if checked is None:         # inputs drawn for this search, one float64 reference for all
+                checked = build.fresh_check(op, shape, target)
+            conn.send(judge(op, shape, target, mod, dev, checked, fastest, repeat, slow))
+        except Exception as e:          # noqa: BLE001 - a recoverable error is this candidate's failed trial
+            text = str(e).strip().splitlines()
+            conn.send((None, None, f"it failed on the device: {text[-1][:200] if text else type(e).__name__}"))
+
+
+class Worker:
+    """One child process at a time, started when needed and again after one dies."""
+
+    def __init__(self, op: str, shape: dict, target: str, repeat: int, slow: float, timeout_s: float = TIMEOUT_S):
+        self.args = (op, dict(shape), target, repeat, slow)
+        self.timeout_s, self.proc, self.conn = timeout_s, None, None
+        fd, self.err_path = tempfile.mkstemp(prefix="kernels-worker-", suffix=".log")
+        os.close(fd)
+        self.crashes = 0
+
+    def _start(self) -> None:
+        ctx = mp.get_context("spawn")       # a fork would inherit the parent's CUDA state
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, *self.args, self.err_path), daemon=True)
+        self.proc.start()
+        child.close()
+
+    def _stop(self) -> None:
+        if self.proc is not None:
+            if self.proc.is_alive():
+                self.proc.kill()
+            self.proc.join(5)
+        if self.conn is not None:
+            self.conn.close()
+        self.proc = self.conn = None
+
+    def measure(self, path: str, fastest: float | None):
+        """(median ms | None, rel. error | None, error sentence) of the library at `path`."""
+        if self.proc is None or not self.proc.is_alive():
+            self._stop()
+            self._start()
+        size = os.path.getsize(self.err_path)
+        self.conn.send((path, fastest))
+        # the first candidate waits for the child to start and draw the search's inputs as well
+        if self.conn.poll(self.timeout_s):
+            try:
+                return self.conn.recv()
+            except EOFError:
+                pass
+        else:
+            self._stop()
+            return None, None, (f"it ran past {self.timeout_s:g} s on the device (the check and the timing of one "
+                                "candidate), so it was stopped")
+        self.proc.join(5)
+        code = self.proc.exitcode
+        self._stop()
+        self.crashes += 1
+        with open(self.err_path, errors="replace") as f:
+            f.seek(size)
+            said = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+        what = said[-1][:200] if said else f"exit code {code}"
+        return None, None, f"it crashed the process that ran it on the device ({what})"
+
+    def close(self) -> None:
+        self._stop()
+        try:
+            os.unlink(self.err_path)
+        except OSError:
+            pass
