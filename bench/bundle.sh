@@ -25,6 +25,10 @@ rm -rf "$site"/tvm_ffi/src "$site"/tvm_ffi/cython "$site"/tvm_ffi/include/dlpack
 find "$site" -name __pycache__ -prune -exec rm -rf {} +
 tar -C "$site" -cJf "$out/site.tar.xz" .
 rm -rf "$out"/apache_tvm_ffi-*.whl "$out/extras"
+# TVM's own runtime C++ sources (tvm/src, for building minrpc and contrib runtimes elsewhere) are not used here:
+# without them the tree and the bundle stay under the carry limit as the tree grows
+py=$(mktemp -d); tar -C "$py" -xJf "$out/tvm-py.tar.xz"; rm -rf "$py/tvm/src"
+tar -C "$py" -cJf "$out/tvm-py.tar.xz" .; rm -rf "$py"
 sed -i 's|python3 -m pip install .*apache_tvm_ffi-\*.whl|tar -xJf "$here/site.tar.xz" -C $S|' "$out/install.sh"
 grep -q site.tar.xz "$out/install.sh"
 touch "$out/.done-extras-$TVM_VERSION-$TVM_FFI_VERSION"
