@@ -120,6 +120,30 @@ def counted(op: str, shape: dict, knobs, target: str) -> np.ndarray | None:
         return None
 
 
+def _counted(args: tuple) -> np.ndarray | None:
+    return counted(*args)
+
+
+_POOL: dict = {}
+
+
+def count_all(op: str, shape: dict, ks: list, target: str, workers: int) -> dict:
+    """{candidate: features} of those the simulator can count, in order. With more than two workers (the H200's
+    host has 16 cores) in a pool of processes kept for the next search: a GEMM shape's first 42 candidates
+    took 11.5 s of counting in one process; on two cores (here, CI) it stays in this one."""
+    if workers <= 2 or len(ks) < 8:
+        return {k: x for k in ks if (x := counted(op, shape, k, target)) is not None}
+    if _POOL.get("workers") != workers:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+        if _POOL:
+            _POOL["ex"].shutdown(cancel_futures=True)
+        # spawned, not forked: this process may hold a CUDA context and TVM's threads
+        _POOL.update(workers=workers, ex=ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")))
+    xs = _POOL["ex"].map(_counted, [(op, dict(shape), k, target) for k in ks])
+    return {k: x for k, x in zip(ks, xs) if x is not None}
+
+
 def prior_ms(x: np.ndarray) -> float:
     """Before any measurement: global traffic dominates, then shared, then registers (a rough roofline)."""
     g = math.expm1(x[0]) + math.expm1(x[1])
@@ -149,13 +173,13 @@ class Model:
 
 # ------------------------------------------------------------------ the search
 def search(op: str, shape: dict, target: str, trials: int, measure, rng=None, batch: int = 4, progress=None,
-           start: list | None = None) -> list[Trial]:
+           start: list | None = None, count_workers: int | None = None) -> list[Trial]:
     """`trials` measurements, `batch` at a time: the model scores the pool, the best-predicted unmeasured
     candidates (one in four picked at random, to explore) are measured, their neighbours join the pool.
     `measure(knobs_list)` -> [(median ms | None, rel. error | None, error sentence)]."""
     rng = rng or np.random.default_rng()
-    feats = {k: x for k in start or pool(op, target, shape, rng, max(4 * trials, 32))
-             if (x := counted(op, shape, k, target)) is not None}
+    workers = count_workers if count_workers is not None else compile_workers()
+    feats = count_all(op, shape, start or pool(op, target, shape, rng, max(4 * trials, 32)), target, workers)
     cands = list(feats)
     model, done, history = Model(), {}, []
     presets = {preset(op, target, name, shape) for name in ("best", "seed")}
@@ -181,11 +205,12 @@ def search(op: str, shape: dict, target: str, trials: int, measure, rng=None, ba
         good = [(k, ms) for k, ms in done.items() if ms is not None]
         if len(good) >= PRIOR_POINTS:
             model.fit(np.stack([feats[k] for k, _ in good]), np.array([ms for _, ms in good]))
+        new = []
         for k, _ in sorted(good, key=lambda kv: kv[1])[:2]:            # explore around the fastest so far
-            for nb in _neighbours(op, target, shape, k, rng, 6):
-                if nb not in feats and (x := counted(op, shape, nb, target)) is not None:
-                    feats[nb] = x
-                    cands.append(nb)
+            new += [nb for nb in _neighbours(op, target, shape, k, rng, 6) if nb not in feats and nb not in new]
+        got = count_all(op, shape, new, target, workers)
+        feats.update(got)
+        cands += [nb for nb in new if nb in got]
     return history
 
 

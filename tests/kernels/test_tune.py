@@ -153,3 +153,11 @@ def test_isolated_measurement_verifies_and_times_like_the_in_process_one():
     finally:
         m.close()
     assert m.worker is None and not __import__("os").path.exists(m.dir.name)
+
+
+def test_counting_in_a_pool_of_processes_gives_the_counts_of_counting_here():
+    """On a many-core host the candidates are counted in worker processes (tune.count_all)."""
+    ks = tune.pool("gemm", "cuda", S, np.random.default_rng(5), 10)
+    here = tune.count_all("gemm", S, ks, "cuda", workers=1)
+    there = tune.count_all("gemm", S, ks, "cuda", workers=3)
+    assert list(here) == list(there) == ks and all(np.array_equal(here[k], there[k]) for k in ks)
