@@ -618,6 +618,36 @@ def gemm_big_tiles_slower(s: Shape) -> bool:
     return sm_ms(128) >= sm_ms(64)
 
 
+# Split-K for best's 64x64 GEMM blocks of 8x4 (data/h200_anchors.json step 3, 512x512x8192: k_blocks 1, 2, 4, 8,
+# 16 took 0.223, 0.117, 0.104, 0.103, 0.104 ms): an SM's blocks share it, so it takes (its blocks) x (K per
+# block) x GEMM_SPLIT_MS_PER_K, 12% more when a block has its SM alone; the partial sums cost a second launch
+# and k_blocks + 1 passes over M x N floats. The same constants give 1024^3 (256 blocks, 2 per SM) 0.050 ms:
+# measured 0.052.
+GEMM_SPLIT_MS_PER_K = 0.223 / 8192 / 1.12
+GEMM_SPLIT_ALONE = 1.12
+GEMM_SPLIT_LAUNCH_MS = 0.002
+GEMM_SPLIT_BYTES_PER_MS = 3.0e9
+GEMM_SPLIT_MIN_K = 256          # at least 8 k tiles of 32 per block
+
+
+def gemm_split_ms(s: Shape, k_blocks: int, tile: int = 64) -> float:
+    """The model's time for best's 64x64 blocks with K split over k_blocks blocks (see above)."""
+    blocks = -(-s["M"] // tile) * -(-s["N"] // tile) * k_blocks
+    per_sm = -(-blocks // H200_SMS)
+    ms = per_sm * s["K"] / k_blocks * GEMM_SPLIT_MS_PER_K * (GEMM_SPLIT_ALONE if per_sm == 1 else 1.0)
+    if k_blocks > 1:
+        ms += GEMM_SPLIT_LAUNCH_MS + (k_blocks + 1) * s["M"] * s["N"] * 4 / GEMM_SPLIT_BYTES_PER_MS
+    return ms
+
+
+def gemm_k_blocks(s: Shape) -> int:
+    """The k_blocks (dividing K, each block summing at least GEMM_SPLIT_MIN_K of it) the model finds fastest; the
+    fewer of two within 2%."""
+    ok = [kb for kb in (1, 2, 4, 8, 16, 32) if s["K"] % kb == 0 and (kb == 1 or s["K"] // kb >= GEMM_SPLIT_MIN_K)]
+    fastest = min(gemm_split_ms(s, kb) for kb in ok)
+    return min(kb for kb in ok if gemm_split_ms(s, kb) <= 1.02 * fastest)
+
+
 # (below: fewer outputs than this, or a rule on the shape; the knobs that win there)
 BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int | Callable[[Shape], bool], dict]] = {
     # GEMM where best's 128x128 blocks, two per SM of the H200, would keep the busiest SM longer
@@ -786,7 +816,10 @@ def preset(op: str, target: str, name: str, s: Shape):
         raise KnobError([f"Unknown preset '{name}'; choose one of {', '.join(PRESET_NAMES)}."])
     table = PRESETS[(op, target)]
     if name == "best" and few_outputs(op, target, s):
-        return fit(cls(**BEST_FEW_OUTPUTS[(op, target)][1]), s)
+        k = cls(**BEST_FEW_OUTPUTS[(op, target)][1])
+        if (op, target) == ("gemm", "cuda"):
+            k = replace(k, k_blocks=gemm_k_blocks(s))
+        return fit(k, s)
     return fit(cls(**table[name]), s)
 
 
