@@ -380,7 +380,7 @@ def tuned_best(op: str, target: str, shape: dict, device: str | None = None) -> 
                           f"{row['median_ms']:.4g} ms in the results store)")
 
 
-SHIPPED = ("data/h200_anchors.json", "data/h200_suite.json")     # tuner runs on the H200, made by bench/plans
+SHIPPED = ("data/h200_anchors.json", "data/h200_suite.json", "data/h100_suite.json")     # tuner runs made by bench/plans
 
 
 def shipped_rows(files=SHIPPED) -> list[tuple[str, str, dict]]:
