@@ -173,6 +173,7 @@ def ours(op: str, shape: dict, target: str, trials: int, seed: int) -> dict:
     k = parse_knobs(op, target, t.best_knobs, knob_class(op, target)())
     _, mod, _ = build.compiled(op, tuple(shape.items()), k, target)
     return {**timed(op, shape, mod, target), "knobs": t.best_knobs, "trials": t.trials,
+            "failed": [f"{h.knobs}: {h.error}" for h in t.history if not h.ok],
             "search_s": round(t.search_s, 1), "best_preset_ms": _preset_ms(op, shape, target)}
 
 
