@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import json
 import os
 import socket
@@ -314,6 +315,9 @@ def measure_pool(op: str, shape: Shape, target: str, pool: Pool | str, repeat: i
             t.start()
         for t in threads:
             t.join()
+        # a session caught in a reference cycle (an error's traceback holds the frame that holds it) stays open,
+        # and its server busy, until the collector runs: run it, so each server takes the next batch's session
+        gc.collect()
         return [got.get(k, (None, None, "no server measured it")) for k in ks]
     measure.used = set()
     return measure

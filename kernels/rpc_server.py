@@ -75,7 +75,26 @@ def register() -> None:
     from tvm.rpc import server
     multiprocessing.set_start_method("spawn", force=True)
     server._serve_loop = _session           # what the listener starts per connection, looked up at that time
+    server._serving = _surviving(server._serving)
     _functions()
+
+
+def _surviving(tvm_serving):
+    """TVM's per-connection serving, except that a session process that died (a kernel that faulted: abort()
+    or a CUDA 'misaligned address') does not end the listen loop: TVM raises there, in the listener's thread,
+    and the server stopped taking sessions for good. The dead session is logged, its connection closed, and
+    the server goes on to the next one."""
+    import logging
+
+    def serving(sock, addr, opts, load_library):
+        cwd = os.getcwd()
+        try:
+            tvm_serving(sock, addr, opts, load_library)
+        except RuntimeError as e:
+            logging.getLogger("RPCServer").warning("session from %s ended: %s; serving on", addr, e)
+            os.chdir(cwd)
+            sock.close()
+    return serving
 
 
 def _functions() -> None:
