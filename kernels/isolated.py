@@ -86,14 +86,15 @@ class Worker:
             self._stop()
             self._start()
         size = os.path.getsize(self.err_path)
-        self.conn.send((path, fastest))
-        # the first candidate waits for the child to start and draw the search's inputs as well
-        if self.conn.poll(self.timeout_s):
-            try:
+        try:
+            self.conn.send((path, fastest))
+            # the first candidate waits for the child to start and draw the search's inputs as well
+            answered = self.conn.poll(self.timeout_s)
+            if answered:
                 return self.conn.recv()
-            except EOFError:
-                pass
-        else:
+        except (EOFError, OSError):     # the child died: EOF, or a reset connection
+            answered = True
+        if not answered:
             self._stop()
             return None, None, (f"it ran past {self.timeout_s:g} s on the device (the check and the timing of one "
                                 "candidate), so it was stopped")
