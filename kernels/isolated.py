@@ -8,9 +8,12 @@ checks it against float64 on inputs it drew once for the search, and times it. W
 fails with what it wrote on stderr and the next candidate gets a fresh child."""
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
+import sys
 import tempfile
+import types
 
 import numpy as np
 
@@ -54,6 +57,19 @@ def _serve(conn, op: str, shape: dict, target: str, repeat: int, slow: float, er
             conn.send((None, None, f"it failed on the device: {text[-1][:200] if text else type(e).__name__}"))
 
 
+@contextlib.contextmanager
+def plain_main():
+    """While spawning: a spawned child first imports the parent's __main__, and in the Lab (or in a process where
+    a test ran the Lab's script) that is the Streamlit script, which then runs in the child and fails (exit code
+    1 before the first candidate, seen in the test suite). The child needs nothing from __main__."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
 class Worker:
     """One child process at a time, started when needed and again after one dies."""
 
@@ -68,7 +84,8 @@ class Worker:
         ctx = mp.get_context("spawn")       # a fork would inherit the parent's CUDA state
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_serve, args=(child, *self.args, self.err_path), daemon=True)
-        self.proc.start()
+        with plain_main():
+            self.proc.start()
         child.close()
 
     def _stop(self) -> None:

@@ -140,7 +140,8 @@ def count_all(op: str, shape: dict, ks: list, target: str, workers: int) -> dict
             _POOL["ex"].shutdown(cancel_futures=True)
         # spawned, not forked: this process may hold a CUDA context and TVM's threads
         _POOL.update(workers=workers, ex=ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")))
-    xs = _POOL["ex"].map(_counted, [(op, dict(shape), k, target) for k in ks])
+    with isolated.plain_main():            # the pool's processes start here, on the first map
+        xs = list(_POOL["ex"].map(_counted, [(op, dict(shape), k, target) for k in ks]))
     return {k: x for k, x in zip(ks, xs) if x is not None}
 
 

@@ -135,6 +135,7 @@ def test_a_candidate_that_kills_the_process_running_it_is_a_failed_trial_and_the
     try:
         ms, rel, err = w.measure(crash, None)
         assert ms is None and rel is None and err.startswith("it crashed the process that ran it on the device")
+        assert "exit code -6" in err, err                   # SIGABRT: the kernel ran, not a child that failed to start
         ms, rel, err = w.measure(good, None)
         assert ms is not None and ms > 0 and rel < build.TOLERANCE and err == "", err
         assert w.crashes == 1
