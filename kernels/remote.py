@@ -273,10 +273,14 @@ def measure_pool(op: str, shape: Shape, target: str, pool: Pool | str, repeat: i
     def measure(ks):
         queue, got = list(ks), {}
 
-        def worker():
+        def connect():
             sess, addr = _session(pool, wait_s, session_s)
             with _faults(pool, addr, sess, session_s):
                 dev, _, tgt = _device(sess, target, pool.key)
+            return sess, addr, dev, tgt
+
+        def worker():
+            sess, addr, dev, tgt = connect()
             while True:
                 with lock:
                     if not queue:
@@ -303,9 +307,7 @@ def measure_pool(op: str, shape: Shape, target: str, pool: Pool | str, repeat: i
                     got[k] = (None, None, str(e))
                     if not _answers(sess):      # the candidate took the server's session down: a fresh one
                         try:
-                            sess, addr = _session(pool, wait_s, session_s)
-                            with _faults(pool, addr, sess, session_s):
-                                dev, _, tgt = _device(sess, target, pool.key)
+                            sess, addr, dev, tgt = connect()
                         except RemoteError:
                             return                  # the other workers measure what is left
                 except Exception as e:      # noqa: BLE001 - a candidate that does not build is a failed trial

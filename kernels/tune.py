@@ -206,9 +206,9 @@ def search(op: str, shape: dict, target: str, trials: int, measure, rng=None, ba
         good = [(k, ms) for k, ms in done.items() if ms is not None]
         if len(good) >= PRIOR_POINTS:
             model.fit(np.stack([feats[k] for k, _ in good]), np.array([ms for _, ms in good]))
-        new = []
-        for k, _ in sorted(good, key=lambda kv: kv[1])[:2]:            # explore around the fastest so far
-            new += [nb for nb in _neighbours(op, target, shape, k, rng, 6) if nb not in feats and nb not in new]
+        near = [nb for k, _ in sorted(good, key=lambda kv: kv[1])[:2]     # explore around the fastest so far
+                for nb in _neighbours(op, target, shape, k, rng, 6)]
+        new = [nb for nb in dict.fromkeys(near) if nb not in feats]     # each once, in the order drawn
         got = count_all(op, shape, new, target, workers)
         feats.update(got)
         cands += [nb for nb in new if nb in got]

@@ -1,6 +1,8 @@
 """The tuner: candidates, the cost model on the simulator's counts, the search, and what it records."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -153,7 +155,7 @@ def test_isolated_measurement_verifies_and_times_like_the_in_process_one():
         assert m.worker is not None and m.worker.crashes == 0 and m.fastest == min(ms for ms, _, _ in got)
     finally:
         m.close()
-    assert m.worker is None and not __import__("os").path.exists(m.dir.name)
+    assert m.worker is None and not os.path.exists(m.dir.name)
 
 
 def test_counting_in_a_pool_of_processes_gives_the_counts_of_counting_here():
@@ -162,3 +164,11 @@ def test_counting_in_a_pool_of_processes_gives_the_counts_of_counting_here():
     here = tune.count_all("gemm", S, ks, "cuda", workers=1)
     there = tune.count_all("gemm", S, ks, "cuda", workers=3)
     assert list(here) == list(there) == ks and all(np.array_equal(here[k], there[k]) for k in ks)
+
+
+def test_no_candidate_is_measured_twice():
+    """Neighbours of the two fastest overlap (and one call can draw the same one twice): each joins the pool once."""
+    h = tune.search("gemm", S, "cpu", 16, lambda ks: [(1.0 + 0.01 * i, 0.0, "") for i in range(len(ks))],
+                    np.random.default_rng(7), batch=4, start=[preset("gemm", "cpu", n, S) for n in ("best", "seed",
+                                                                                                   "naive")])
+    assert len(h) == 16 and len({t.knobs for t in h}) == 16
