@@ -4,7 +4,9 @@ library in one process.
 A variant on the command line is NAME or NAME=SPEC. NAME alone is a preset (baseline, naive, seed, best) or an
 entry of CANDIDATES below. SPEC is knob text applied over a base (--over: `best`, the best preset at each shape;
 `few-outputs`, the knobs best takes below its size rule, for GEMM the 64x64 tiles of 8x4 (BEST_FEW_OUTPUTS);
-`defaults`, the knobs' defaults; an empty SPEC is the base itself), plus what no knob offers:
+`defaults`, the knobs' defaults; `fitted`, the defaults with SPEC applied, then clamped to each shape as a preset
+is: tiles and patches no larger than their axes, the widest vector the shape allows; an empty SPEC is the base
+itself), plus what no knob offers:
     copies_at=F           the next k tile's copies issued F of the way into the tile's compute (kernels.lowering)
     dynamic_shared=true   the shared stages in "shared.dyn" (one extern buffer, up to 227 KB a block, instead of
                           the 48 KB of static shared memory), by switching the schedule engine's scope
@@ -249,7 +251,7 @@ CANDIDATES: dict[str, dict[str, str]] = {
 
 OP = "gemm"
 PRESETS = ("baseline", "naive", "seed", "best")
-OVER = ("best", "few-outputs", "defaults")
+OVER = ("best", "few-outputs", "defaults", "fitted")
 EXTRAS = {"copies_at": 0.0, "dynamic_shared": False}
 SPLITK = {"splitk": "G", "k_split": "KT", "tile_m": "TM", "tile_n": "TN", "patch_m": "PM", "patch_n": "PN",
           "stages": "stages"}
@@ -295,14 +297,14 @@ def base_knobs(s: dict, over: str, op: str = OP):
         return preset(op, "cuda", "best", s)
     if over == "few-outputs":
         return fit(knob_class(op, "cuda")(**BEST_FEW_OUTPUTS[(op, "cuda")][1]), s)
-    if over == "defaults":
+    if over in ("defaults", "fitted"):
         return fit(knob_class(op, "cuda")(), s)
     raise ValueError(f"--over is one of {', '.join(OVER)}, not '{over}'.")
 
 
 def knobs_of(name: str, spec: str | None, s: dict, over: str = "best", op: str = OP):
     """A variant's validated knobs at shape s (KnobError where they do not fit it)."""
-    from kernels.knobs import parse_knobs, preset, resolve, validate, KnobError
+    from kernels.knobs import parse_knobs, preset, resolve, validate, KnobError, fit
     if spec is None:
         if name in PRESETS:
             return preset(op, "cuda", name, s)
@@ -311,6 +313,8 @@ def knobs_of(name: str, spec: str | None, s: dict, over: str = "best", op: str =
         raise ValueError(f"'{name}' is neither a preset nor a {op} entry of bench.variants.CANDIDATES; "
                          f"give its knobs as {name}=KNOBS.")
     k = parse_knobs(op, "cuda", spec, base_knobs(s, over, op)) if spec else base_knobs(s, over, op)
+    if over == "fitted":                        # clamped to the shape as a preset is (kernels.knobs.fit)
+        k = fit(k, s)
     problems = validate(op, "cuda", k, s)
     if problems:
         raise KnobError(problems)
@@ -391,7 +395,7 @@ def splitk_schedule(s: dict, G: int = 2, KT: int = 32, TM: int = 64, TN: int = 6
     return sch
 
 
-def module(name: str, spec: str | None, s: dict, over: str = "best"):
+def module(name: str, spec: str | None, s: dict, over: str = "best", op: str = OP):
     """(knobs or None for a split-K variant, what no knob sets, the compiled executable, its loaded module or None
     where this machine has no GPU) of a variant at shape s. Leaves the engine's shared scope as the variant wants
     it (dynamic(False) restores it)."""
@@ -401,9 +405,9 @@ def module(name: str, spec: str | None, s: dict, over: str = "best"):
         k, ex = None, lowering.compile(splitk_schedule(s, **extra["splitk"]).mod, "cuda")
     else:
         dynamic(bool(extra.get("dynamic_shared")))
-        k = knobs_of(name, text, s, over)
+        k = knobs_of(name, text, s, over, op)
         if not extra.get("copies_at"):
-            ex, mod, _ = build.compiled(OP, tuple(s.items()), k, "cuda")
+            ex, mod, _ = build.compiled(op, tuple(s.items()), k, "cuda")
             return k, extra, ex, mod
         sch, _ = build.create(OP, s, k, "cuda")
         ex = lowering.compile(sch.mod, "cuda", lowering.disabled("cuda", k, s), k.min_blocks, k.one_barrier,
@@ -411,12 +415,15 @@ def module(name: str, spec: str | None, s: dict, over: str = "best"):
     return k, extra, ex, (ex.jit() if build.target_available("cuda") is None else None)
 
 
-def shapes_arg(sizes: str | None, shapes: str | None) -> list[dict]:
-    """--sizes N,.. (N^3) or --shapes MxNxK,.. -> GEMM shapes."""
-    out = [dict(zip("MNK", (int(n),) * 3)) for n in (sizes or "").split(",") if n]
-    out += [dict(zip("MNK", map(int, x.split("x")))) for x in (shapes or "").split(",") if x]
-    if not out or any(len(s) != 3 for s in out):
-        raise ValueError("give --sizes N,.. or --shapes MxNxK,..")
+def shapes_arg(sizes: str | None, shapes: str | None, op: str = OP) -> list[dict]:
+    """--sizes N,.. (GEMM N^3) or --shapes AxBx..,.. (the operator's dims in order: MxNxK for GEMM, BxCxHxWxKxF
+    for the depthwise-separable convolution) -> shapes."""
+    from kernels.ops import OPS
+    dims = OPS[op].dims
+    out = [dict(zip("MNK", (int(n),) * 3)) for n in (sizes or "").split(",") if n and op == OP]
+    out += [dict(zip(dims, map(int, x.split("x")))) for x in (shapes or "").split(",") if x]
+    if not out or any(len(s) != len(dims) for s in out):
+        raise ValueError(f"give --shapes {'x'.join(dims)},.." + (" or --sizes N,.." if op == OP else ""))
     return out
 
 
@@ -426,34 +433,38 @@ def header(**extra) -> dict:
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra}
 
 
-def gemm_row(s: dict) -> dict:
-    """A GEMM shape's data row with cuBLAS timed (7 repeats, median) in this process."""
+def gemm_row(s: dict, op: str = OP) -> dict:
+    """A shape's data row with the vendor library (cuBLAS, cuDNN) timed (7 repeats, median) in this process."""
     import numpy as np
     from kernels import build
     from kernels.ops import OPS
-    xs = OPS[OP].random_inputs(s, np.random.default_rng(0))
-    ref = build.reference_timer(OP, "cuda", xs)
+    xs = OPS[op].random_inputs(s, np.random.default_rng(0))
+    ref = build.reference_timer(op, "cuda", xs)
+    if ref is None:
+        raise SystemExit("bench.variants time measures on a CUDA GPU with torch beside TVM, and this machine has "
+                         "none; run it on the GPU machine (bench/plans name its commands).")
     ts = build._time_host(ref[1], 7, ref[2])
     return {"shape": s, "reference": {"name": ref[0], "median_ms": float(np.median(ts))}, "runs": {}}
 
 
 # ------------------------------------------------------------------ time: each variant once
-def time_variants(variants: list[str], shapes: list[dict], over: str = "best", repeat: int = 7) -> dict:
+def time_variants(variants: list[str], shapes: list[dict], over: str = "best", repeat: int = 7,
+                  op: str = OP) -> dict:
     """Each variant against cuBLAS at each shape, verified on fresh inputs, in one process; a variant that does
     not build or launch is recorded with its error."""
     from kernels import build
     from kernels.knobs import knobs_text
     parsed = [parse(v) for v in variants]
     used = {x for _, spec in parsed if spec for x in split_spec(spec)[1] if x in EXTRAS}
-    doc = header(units=f"median_ms, spread_ms (IQR) of {repeat} repeats", over=over,
+    doc = header(units=f"median_ms, spread_ms (IQR) of {repeat} repeats", over=over, op=op,
                  variants={n: spec for n, spec in parsed}, shapes=[])
     try:
         for s in shapes:
-            row = gemm_row(s)
+            row = gemm_row(s, op)
             for name, spec in parsed:
                 try:
-                    k, extra, _, mod = module(name, spec, s, over)
-                    med, spread, rel = build.time_module(OP, s, mod, "cuda", repeat)
+                    k, extra, _, mod = module(name, spec, s, over, op)
+                    med, spread, rel = build.time_module(op, s, mod, "cuda", repeat)
                 except Exception as e:      # noqa: BLE001 - a variant that fails to build or launch is data too
                     row["runs"][name] = {"error": (str(e).splitlines() or [type(e).__name__])[-1][:300]}
                     log(s, name, "failed:", row["runs"][name]["error"])
@@ -543,9 +554,11 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("rounds", help="the base, a variant and cuBLAS timed alternately, round by round")
     for x in (t, r):
         x.add_argument("--sizes", help="N,.. (GEMM N^3)")
-        x.add_argument("--shapes", help="MxNxK,..")
+        x.add_argument("--shapes", help="MxNxK,.. (with --op, the operator's dims in order, x between)")
         x.add_argument("--over", default="best", choices=OVER, help="what a variant's knob text applies over")
     t.add_argument("--repeat", type=int, default=7)
+    t.add_argument("--op", default=OP, choices=("gemm", "conv1d", "dwconv2d", "dwsep_conv2d"),
+                   help="the operator (GEMM unless named; --over few-outputs is GEMM's)")
     t.add_argument("variants", nargs="+", metavar="VARIANT", help="NAME or NAME=SPEC")
     r.add_argument("--rounds", type=int, default=10)
     r.add_argument("--base", help="what stands for best (a VARIANT; default: the best preset at each shape)")
@@ -573,9 +586,13 @@ def main(argv: list[str] | None = None) -> int:
         print(module(*parse(a.variant), s, a.over)[2].mod.imports[0].inspect_source())
         dynamic(False)
         return 0
-    shapes = shapes_arg(a.sizes, a.shapes or (None if a.sizes else "4096x4096x4096,1024x1024x1024"))
+    op = getattr(a, "op", OP)
+    if a.cmd == "time" and op != OP and (a.sizes or not a.shapes):
+        from kernels.ops import OPS
+        p.error(f"--op {op} takes --shapes {'x'.join(OPS[op].dims)},.. (--sizes is GEMM's N^3).")
+    shapes = shapes_arg(a.sizes, a.shapes or (None if a.sizes else "4096x4096x4096,1024x1024x1024"), op)
     if a.cmd == "time":
-        doc = time_variants(a.variants, shapes, a.over, a.repeat)
+        doc = time_variants(a.variants, shapes, a.over, a.repeat, op)
     else:
         doc = rounds(shapes, a.rounds, a.base, a.variant, a.over, a.target)
     print(json.dumps(doc, indent=1))

@@ -108,6 +108,8 @@ class Plan:
     transposed: tuple[str, ...] = ()          # inputs whose shared tile is stored transposed (GEMM A: [k][m])
     pad: bool = False                         # pad the loops up to whole tiles (pad_einsum) where they do not divide
     kblocks: int = 1                          # blocks sharing one output's reduction, partial sums added after (CUDA)
+    separate: tuple[str, ...] = ()            # intermediates computed by a kernel of their own into global memory,
+                                              # then cached by the reader like an input (CUDA)
 
 
 # rows of a transposed shared tile: a stride of 4 (mod 32) floats (storage_align(factor, offset) in
@@ -302,13 +304,23 @@ class DwconvCuda:
 
 @dataclass(frozen=True)
 class DwsepCuda:
+    tile_b: int = tile(1, "B (images)")
     tile_f: int = tile(8, "F")
     tile_h: int = tile(8, "H")
     tile_w: int = tile(32, "W")
+    patch_b: int = patch(1, "B (images)")
     patch_f: int = patch(4, "F")
     patch_h: int = patch(1, "H")
     patch_w: int = patch(2, "W")
     c_split: int = split(8, "C")
+    d_kernel: bool = _f(False, "Compute the depthwise result D once, in a kernel of its own (one thread per "
+                               "element, its K x K sum in a register), into a global array; the pointwise kernel "
+                               "then reads D's tiles the way a GEMM reads an operand, from where cache_d says "
+                               "(global, staged in shared, or in registers). Without it, cache_d=global runs D as "
+                               "a naive kernel that adds each product into global memory, and with cache_d shared "
+                               "or local every block computes the D values of its own pixels: a pixel tile's D is "
+                               "computed again by each of the F / tile_f blocks that share it, but D never goes "
+                               "to global memory.", (False, True))
     cache_d: str = cache("shared", "the depthwise result D")
     cache_p: str = cache("local", "the pointwise weights P")
     cache_c: str = cache_out("local")
@@ -316,17 +328,19 @@ class DwsepCuda:
     unroll: int = unroll(0)
 
     def extents(self, s: Shape):
-        return {"f": ("F", s["F"]), "h": ("H", s["H"]), "w": ("W", s["W"]), "c": ("C", s["C"])}
+        return {"b": ("B", s["B"]), "f": ("F", s["F"]), "h": ("H", s["H"]), "w": ("W", s["W"]), "c": ("C", s["C"])}
 
     def footprint(self, s: Shape) -> tuple[int, int]:
-        d = _fp(self.cache_d, self.c_split * self.tile_h * self.tile_w, self.c_split * self.patch_h * self.patch_w,
-                self.patch_h * self.patch_w)
+        pix, ppix = self.tile_b * self.tile_h * self.tile_w, self.patch_b * self.patch_h * self.patch_w
+        d = _fp(self.cache_d, self.c_split * pix, self.c_split * ppix, ppix)
         p = _fp(self.cache_p, self.tile_f * self.c_split, self.patch_f * self.c_split, self.patch_f)
-        return d[0] + p[0], d[1] + p[1] + _acc(self.cache_c, self.patch_f * self.patch_h * self.patch_w)
+        return d[0] + p[0], d[1] + p[1] + _acc(self.cache_c, self.patch_f * ppix)
 
     def plan(self, s: Shape) -> Plan:
-        return Plan("cuda", (1, self.tile_f, self.tile_h, self.tile_w), (1, self.patch_f, self.patch_h, self.patch_w),
-                    (self.c_split,), (("D", self.cache_d), ("P", self.cache_p)), self.cache_c, self.vector, self.unroll)
+        return Plan("cuda", (self.tile_b, self.tile_f, self.tile_h, self.tile_w),
+                    (self.patch_b, self.patch_f, self.patch_h, self.patch_w),
+                    (self.c_split,), (("D", self.cache_d), ("P", self.cache_p)), self.cache_c, self.vector, self.unroll,
+                    separate=("D",) if self.d_kernel else ())
 
 
 # ---------------------------------------------------------------- CPU knobs
@@ -648,6 +662,17 @@ def gemm_k_blocks(s: Shape) -> int:
     return min(kb for kb in ok if gemm_split_ms(s, kb) <= 1.02 * fastest)
 
 
+def dwsep_fused_loses(s: Shape) -> bool:
+    """Whether best's fused depthwise-separable kernel (D computed per block into shared memory, 64 output
+    channels a block) loses to computing D once in its own kernel and the pointwise as a GEMM (d_kernel):
+    where F > 64 each pixel tile's D is computed again by every block of 64 output channels, and below 64x64
+    pixels an image gives few blocks. Fitted at nine shapes on an H100 (data/h100_dwsep_dkernel.json): the
+    fused kernel tied (2.02x cuDNN both) only at the benchmark's 32x64x128x128 with F=64, and lost everywhere
+    else by 1.3x to 12x (8x48x112x112, F=96: 0.19x against 1.63x; MobileNet's 8x96x56x56, F=128: 0.09x
+    against 1.29x; 1x48x56x56, F=16: 0.07x against 0.89x)."""
+    return s["F"] > 64 or s["H"] * s["W"] < 64 * 64
+
+
 # (below: fewer outputs than this, or a rule on the shape; the knobs that win there)
 BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int | Callable[[Shape], bool], dict]] = {
     # GEMM where best's 128x128 blocks, two per SM of the H200, would keep the busiest SM longer
@@ -680,6 +705,16 @@ BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int | Callable[[Shape], bool], dic
                                      cache_c="global", unroll=512)),
     ("dwconv2d", "cuda"): (1 << 20, dict(tile_h=16, tile_w=32, patch_h=2, patch_w=2, cache_x="local",
                                          cache_w="local", cache_c="local")),
+    # Depthwise-separable where the fused kernel loses (dwsep_fused_loses): D computed once, by a kernel of its
+    # own (one thread per element, its K x K sum in a register), and the pointwise as a GEMM over pixels x output
+    # channels: 32 channels x 2x32 pixels a block, a thread 4 channels x 4 pixels (16 accumulators), c tiles of
+    # 16 of D and P staged in shared memory and read through registers. The variant g32 of
+    # data/h100_dwsep_dkernel.json: the fastest of eight at 5 of 9 shapes and within 5% of it at one more; it
+    # lost to 2 or 4 images of 7x7 pixels a block (sm64/sm32) at 7x7 and 14x14 maps with 384 and 512 channels
+    # (0.36x and 0.61x cuDNN against 0.48x and 0.78x), which no rule takes yet: the tuner searches those.
+    ("dwsep_conv2d", "cuda"): (dwsep_fused_loses, dict(
+        d_kernel=True, tile_b=1, tile_f=32, patch_f=4, tile_h=2, tile_w=32, patch_b=1, patch_h=1, patch_w=4,
+        c_split=16, cache_d="shared+local", cache_p="shared+local", cache_c="local", vector=4, unroll=512)),
 }
 
 

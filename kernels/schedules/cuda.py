@@ -50,7 +50,8 @@ def _cooperative(sch: Schedule, blk, depth: int, threads: int, vector: int, step
 
 
 def _naive_stage(sch: Schedule, blk, steps: Steps, name: str) -> None:
-    """An intermediate kept in global memory runs as its own kernel, one thread per element."""
+    """An intermediate kept in global memory (cache scope global, or computed separately) runs as its own
+    kernel, one thread per element."""
     loops = sch.get_loops(blk)
     n_sp = len([iv for iv in sch.get(blk).iter_vars if iv.iter_type == 0])
     f = sch.fuse(*loops[:n_sp])
@@ -58,6 +59,25 @@ def _naive_stage(sch: Schedule, blk, steps: Steps, name: str) -> None:
     sch.bind(bx, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
     steps(f"{name} stays in global memory: its own kernel, one thread per element, 256 threads per block.")
+
+
+def _own_kernel(sch: Schedule, blk, steps: Steps, name: str, scope: str) -> None:
+    """An intermediate computed once, by a kernel of its own, into global memory: one thread per element (the
+    innermost axis across neighbouring threads), its reduction summed in a register and stored once."""
+    loops = sch.get_loops(blk)
+    n_sp = len([iv for iv in sch.get(blk).iter_vars if iv.iter_type == 0])
+    f = sch.fuse(*loops[:n_sp])
+    bx, tx = sch.split(f, [None, 256])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    acc = sch.cache_write(blk, 0, "local")
+    sch.reverse_compute_at(acc, tx)
+    steps(f"compute {name} once, in a kernel of its own: one thread per element, 256 threads per block, "
+          "neighbouring threads on neighbouring elements (their input windows overlap, so the repeated reads hit "
+          "the L1 cache); each sums its reduction in a register and stores it to global memory once. The next "
+          f"kernel reads {name} " + {"global": "straight from global memory.",
+                                     "local": "into per-thread registers, as an input."}.get(
+              scope, "through shared memory, as a GEMM reads an operand."))
 
 
 def _split_reduction(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
@@ -106,7 +126,9 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     padded = padded or pad_to_tiles(sch, blk, plan, steps, PAD_WHY)
     for name, scope in plan.caches:
         d = producer(sch, name)
-        if d is not None and scope == "global" and not name.endswith("_pad"):
+        if d is not None and name in plan.separate:
+            _own_kernel(sch, d, steps, name, scope)
+        elif d is not None and scope == "global" and not name.endswith("_pad"):
             _naive_stage(sch, d, steps, name)
         if padded and scope == "global" and producer(sch, f"{name}_pad") is not None:
             sch.compute_inline(producer(sch, f"{name}_pad"))    # the zero test then sits in the k loop
@@ -143,6 +165,8 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
         if scope == "global":
             continue
         d = producer(sch, name)
+        if name in plan.separate:
+            d = None            # computed by its own kernel: staged from global like an input
         if scope in ("shared", "shared+local"):
             if d is not None:
                 sch.set_scope(d, 0, "shared")
