@@ -664,13 +664,16 @@ def gemm_k_blocks(s: Shape) -> int:
 
 def dwsep_fused_loses(s: Shape) -> bool:
     """Whether best's fused depthwise-separable kernel (D computed per block into shared memory, 64 output
-    channels a block) loses to computing D once in its own kernel and the pointwise as a GEMM (d_kernel):
-    where F > 64 each pixel tile's D is computed again by every block of 64 output channels, and below 64x64
-    pixels an image gives few blocks. Fitted at nine shapes on an H100 (data/h100_dwsep_dkernel.json): the
-    fused kernel tied (2.02x cuDNN both) only at the benchmark's 32x64x128x128 with F=64, and lost everywhere
-    else by 1.3x to 12x (8x48x112x112, F=96: 0.19x against 1.63x; MobileNet's 8x96x56x56, F=128: 0.09x
-    against 1.29x; 1x48x56x56, F=16: 0.07x against 0.89x)."""
-    return s["F"] > 64 or s["H"] * s["W"] < 64 * 64
+    channels a block) loses to computing D once in its own kernel and the pointwise as a GEMM (d_kernel).
+    Measured at nine shapes on an H100 (data/h100_dwsep_dkernel.json), the fused kernel tied (2.02x cuDNN
+    both) only at the benchmark's 32x64x128x128 with F=64 (one block of 64 output channels, so D is computed
+    once there too) and lost everywhere else by 1.3x to 12x (8x48x112x112, F=96: 0.19x against 1.63x;
+    MobileNet's 8x96x56x56, F=128: 0.09x against 1.29x; 1x48x56x56, F=16: 0.07x against 0.89x). The first rule
+    kept it wherever F <= 64 on maps of at least 64x64; judged on 12 held-out shapes
+    (data/h100_dwsep_suite.json) it was wrong at both such shapes, F=24 and 32 at 112x112 (0.12x and 0.18x
+    cuDNN for best, where the tuner found 0.65x and 0.81x). It is now kept only where it was measured level:
+    F = 64, maps of at least 64x64."""
+    return s["F"] != 64 or s["H"] * s["W"] < 64 * 64
 
 
 # (below: fewer outputs than this, or a rule on the shape; the knobs that win there)

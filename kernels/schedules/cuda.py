@@ -67,7 +67,9 @@ def _own_kernel(sch: Schedule, blk, steps: Steps, name: str, scope: str) -> None
     loops = sch.get_loops(blk)
     n_sp = len([iv for iv in sch.get(blk).iter_vars if iv.iter_type == 0])
     f = sch.fuse(*loops[:n_sp])
-    bx, tx = sch.split(f, [None, 256])
+    # (one block where the elements are fewer than 256: split into a single block, TVM's write-back of the
+    # register dropped the remainder test, and the threads past the end wrote past D)
+    bx, tx = sch.split(f, [None, min(256, int(sch.get(f).extent))])
     sch.bind(bx, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
     acc = sch.cache_write(blk, 0, "local")
