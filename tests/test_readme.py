@@ -102,3 +102,22 @@ def test_readme_split_k_judgement_comes_from_the_data():
             within += kb[gemm_k_blocks(row["shape"])] <= 1.02 * min(kb.values())
     text = " ".join((ROOT / "README.md").read_text().split())
     assert f"the fastest k_blocks, within 2%, at {within} of {total}" in text
+
+
+def test_readme_dwsep_batches_come_from_the_data():
+    """The two held-out depthwise-separable batches on the H100, as the README quotes them."""
+    import json
+    import math
+
+    def gm(v):
+        return f"{math.exp(sum(map(math.log, v)) / len(v)):.2f}x"
+    text = " ".join((ROOT / "README.md").read_text().split())
+    for name in ("h100_dwsep_suite.json", "h100_dwsep_suite_2.json"):
+        rows = [r for st in json.loads((ROOT / "data" / name).read_text())["steps"] for r in st["output"]]
+        tuned = [r["ours"]["vs_vendor"] for r in rows]
+        alone = [r["vendor_ms"] / r["ours"]["best_preset_ms"] for r in rows]
+        quoted = (f"`data/{name}`, {len(rows)} shapes: tuned {gm(tuned)}" if name.endswith("_2.json") else
+                  f"`data/{name}`, {len(rows)} shapes, tuned {gm(tuned)} cuDNN in geometric mean")
+        assert quoted in text, name
+        assert f"{sum(v >= 1 for v in tuned)} of {len(rows)}" in text and f"lowest {min(tuned):.2f}x" in text
+        assert f"(`best` alone {gm(alone)}" in text, name

@@ -180,18 +180,19 @@ def test_every_variant_and_kernel_a_plan_names_is_well_formed():
             mod, args = _module(argv)
             if mod == "bench.variants" or (mod == "bench.ncu" and args[0] == "gemm"):
                 target = "cpu" if "--target" in args and args[args.index("--target") + 1] == "cpu" else "cuda"
+                op = args[args.index("--op") + 1] if "--op" in args else "gemm"
                 for v in _variant_specs(args):
                     name, spec = V.parse(v)
                     if spec is None:
-                        assert name in V.PRESETS or name in V.CANDIDATES["gemm"], (stem, name)
+                        assert name in V.PRESETS or name in V.CANDIDATES[op], (stem, name)
                     else:
                         text, extra = V.split_spec(spec)
-                        parse_knobs("gemm", target, text)
+                        parse_knobs(op, target, text)
                         assert set(extra) <= {"copies_at", "dynamic_shared", "splitk"}
                     n += 1
                 a = V.parser().parse_args(args) if mod == "bench.variants" else ncu.parser().parse_args(args)
                 if a.sizes or a.shapes:
-                    assert V.shapes_arg(a.sizes, a.shapes)
+                    assert V.shapes_arg(a.sizes, a.shapes, op)
             elif mod == "bench.ncu" and args[0] == "counters":
                 for k in ncu.parser().parse_args(args).kernel:
                     it = ncu.kernel_spec(k)

@@ -330,3 +330,41 @@ def test_split_k_sum_kernel_writes_only_real_outputs_where_its_256_threads_overh
                                          f"cache_b=shared+local,vector=1,k_blocks=2{extra}")
     assert traffic.simulate("gemm", s, k, "cuda") < 1e-4
     assert drawn(traffic.trace("gemm", s, k, "cuda")) == ["A", "B", "C"]
+
+
+DW = "tile_f=8,patch_f=4,tile_h=4,tile_w=8,patch_w=2,c_split=4,cache_p=local"
+
+
+@pytest.mark.parametrize("knobs", [
+    f"{DW},d_kernel=true,cache_d=shared",
+    f"{DW},d_kernel=true,cache_d=shared+local,tile_b=2",
+    f"{DW},d_kernel=true,cache_d=local,tile_b=3,patch_b=3",
+    f"{DW},d_kernel=true,cache_d=global",
+    f"{DW},d_kernel=false,cache_d=shared,tile_b=2",
+])
+def test_d_kernel_and_image_tiles_compute_the_reference_where_tiles_do_not_divide(knobs):
+    s = dict(B=3, C=5, H=7, W=9, K=3, F=12)
+    assert traffic.simulate("dwsep_conv2d", s, resolve("dwsep_conv2d", "cuda", s, None, knobs), "cuda") < 1e-4
+
+
+def test_d_kernel_computes_the_depthwise_once_however_many_blocks_share_a_pixel_tile():
+    """Fused, each of the F / tile_f blocks of a pixel tile computes its D again (reads X again); with d_kernel
+    D is written to global memory once per element and X is read by one kernel, whatever F is."""
+    def x_reads_and_d_writes(F, d_kernel):
+        s = dict(B=2, C=4, H=8, W=16, K=3, F=F)
+        k = resolve("dwsep_conv2d", "cuda", s, None, f"{DW},cache_d=shared,d_kernel={str(d_kernel).lower()}")
+        c = traffic.counts("dwsep_conv2d", s, k, "cuda", machine=False).per_tensor
+        return c["X"]["global"]["read"], c["D"]["global"]["write"]
+    assert x_reads_and_d_writes(32, False)[0] == 4 * x_reads_and_d_writes(8, False)[0]
+    assert x_reads_and_d_writes(32, True) == x_reads_and_d_writes(8, True)
+    assert x_reads_and_d_writes(32, True)[1] == 2 * 4 * 8 * 16 and x_reads_and_d_writes(32, False)[1] == 0
+    assert x_reads_and_d_writes(8, True)[0] <= x_reads_and_d_writes(8, False)[0]
+
+
+def test_d_kernel_source_is_two_kernels_the_second_staging_d_from_global():
+    s = dict(B=2, C=8, H=8, W=32, K=3, F=16)
+    src = build.source("dwsep_conv2d", s, resolve("dwsep_conv2d", "cuda", s, None,
+                                                  f"{DW},d_kernel=true,cache_d=shared"), "cuda", "cuda")
+    first, second = src.split("extern \"C\" __global__")[-2:]
+    assert "D_local" in first and "D_ptr[" in first            # D summed in a register, stored once
+    assert "D_shared" in second and "X_ptr" not in second       # the pointwise reads D, not X

@@ -491,3 +491,44 @@ def test_split_k_model_reproduces_the_recorded_k_blocks_times_and_best_takes_its
     cube = {"M": 1024, "N": 1024, "K": 1024}
     assert gemm_split_ms(cube, 1) == pytest.approx(0.052, rel=0.06)
     assert gemm_k_blocks(cube) == 1 and preset("gemm", "cuda", "best", cube).k_blocks == 1
+
+
+def _dwsep_rows(name: str) -> list[dict]:
+    return [r for st in json.load(open(DATA / name))["steps"] for r in st["output"]]
+
+
+def test_best_dwsep_takes_d_kernel_wherever_the_fused_kernel_measured_slower():
+    """data/h100_dwsep_dkernel.json: `best` was the fused kernel when it ran. Where the rule now leaves it
+    (dwsep_fused_loses) best's new knobs are the g32 variant measured there, and g32 was faster; where the rule
+    keeps it, the two were level (within 2%)."""
+    from kernels.knobs import dwsep_fused_loses
+    d = json.load(open(DATA / "h100_dwsep_dkernel.json"))
+    assert d["device"].startswith("NVIDIA H100") and d["date"] and d["command"]
+    rows = [row for st in d["steps"] for row in st["output"]["shapes"]]
+    assert len(rows) == 9
+    kept = 0
+    for row in rows:
+        s, runs = row["shape"], row["runs"]
+        assert all(r["ok"] for r in runs.values()), s
+        g32, fused = runs["g32"]["median_ms"], runs["best"]["median_ms"]
+        if dwsep_fused_loses(s):
+            assert parse_knobs("dwsep_conv2d", "cuda", runs["g32"]["knobs"]) == preset("dwsep_conv2d", "cuda",
+                                                                                      "best", s), s
+            assert g32 < fused, s
+        else:
+            kept += 1
+            assert parse_knobs("dwsep_conv2d", "cuda", runs["best"]["knobs"]) == preset("dwsep_conv2d", "cuda",
+                                                                                       "best", s)
+            assert g32 <= 1.02 * fused and fused <= 1.02 * g32, s
+    assert kept == 1
+
+
+@pytest.mark.parametrize("name", ["h100_dwsep_suite.json", "h100_dwsep_suite_2.json"])
+def test_held_out_dwsep_batches_verified_and_drawn_at_run_time(name):
+    d = json.load(open(DATA / name))
+    rows = _dwsep_rows(name)
+    assert d["device"].startswith("NVIDIA H100") and len(rows) >= 10
+    assert len({r["seed"] for r in rows}) == 1                      # one draw per batch, its seed recorded
+    for r in rows:
+        assert r["ours"]["ok"] and r["ours"]["rel_err"] < 1e-4 and r["ours"]["trials"] == 6
+        assert r["ours"]["median_ms"] <= r["ours"]["best_preset_ms"] * 1.05     # tuned starts from best
