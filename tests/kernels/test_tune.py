@@ -53,6 +53,20 @@ def test_tune_verifies_times_and_records_every_trial(tmp_path, monkeypatch):
     assert tune.tuned_best("gemm", "cpu", S)[0] == r.best_knobs
 
 
+def test_a_winner_tuned_before_a_knob_existed_does_not_stand_for_best(tmp_path, monkeypatch):
+    """A store row whose knob text lacks one of today's knobs was found without it: tuned_best passes it over."""
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "r.sqlite"))
+    r = tune.tune("gemm", S, "cpu", trials=2, seed=0)
+    assert tune.tuned_best("gemm", "cpu", S)[0] == r.best_knobs
+    assert tune.searched_today("gemm", "cpu", r.best_knobs)
+    older = ",".join(x for x in r.best_knobs.split(",") if not x.startswith("pad_tiles="))
+    assert not tune.searched_today("gemm", "cpu", older)
+    from kernels import build
+    results.record(dict(op="gemm", target="cpu", device=build.device_name("cpu"), shape=dict(S), knobs=older,
+                        median_ms=0.001, rel_err=0.0, ok=True), source="tune:winner")
+    assert tune.tuned_best("gemm", "cpu", S)[0] == r.best_knobs     # the newer row without pad_tiles is passed over
+
+
 def test_tuning_cuda_without_a_gpu_fails_with_a_sentence():
     from kernels.knobs import KnobError
     with pytest.raises(KnobError, match="no CUDA GPU"):
@@ -101,10 +115,16 @@ def test_a_candidate_the_simulator_cannot_count_is_left_out_not_the_end_of_the_s
 def test_best_on_the_h200_is_the_shipped_tuned_winner_where_one_was_measured():
     """data/h200_anchors.json (bench/plans/h200_anchors.toml): the MobileNet-style layer, tuned on the H200."""
     from kernels.knobs import resolve
-    from kernels.tune import shipped_best, shipped_rows
+    from kernels.tune import searched_today, shipped_best, shipped_rows
     rows = [r for _, _, r in shipped_rows() if r["ours"].get("ok")]
     assert rows, "the shipped H200 tuner data holds no verified winner"
-    for r in rows:
+    old = [r for r in rows if not searched_today(r["op"], r["target"], r["ours"]["knobs"])]
+    # the depthwise-separable winners found before d_kernel, tile_b and patch_b: best keeps its rules there
+    assert old and {r["op"] for r in old} == {"dwsep_conv2d"}
+    for r in old:
+        got = shipped_best(r["op"], r["target"], r["shape"], r["device"])
+        assert got is None or got[0] != r["ours"]["knobs"]
+    for r in (r for r in rows if r not in old):
         got = shipped_best(r["op"], r["target"], r["shape"], r["device"])
         assert got is not None and "best is the tuner's winner" in got[1] and r["device"] in got[1]
         resolve(r["op"], r["target"], r["shape"], None, got[0])        # a valid knob set at that shape
