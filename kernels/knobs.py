@@ -200,7 +200,9 @@ class GemmCuda:
                           "on K / k_blocks of the reduction, and write their partial sums to a global workspace "
                           "of k_blocks x M x N floats; a second kernel adds them up. Where M x N alone gives too "
                           "few blocks to fill the SMs (a long K: 512x512x8192 is 64 tiles of 64x64 for 132 SMs), "
-                          "this multiplies the blocks. Must divide K.", (1, 2, 4, 8, 16, 32))
+                          "this multiplies the blocks. Where it does not divide K, each block sums ceil(K / "
+                          "k_blocks) values and the last block fewer (its copies of the last k tile test bounds).",
+                     (1, 2, 4, 8, 16, 32))
 
     def a_row(self) -> int:
         """Floats per row of A's shared tile: k_split (+ interleave padding), or with transpose_a the padded
@@ -770,8 +772,8 @@ def fit(k, s: Shape):
     if getattr(k, "k_threads", 1) > 1:
         k = replace(k, k_threads=_largest_divisor(s["N"], k.k_threads))
     if getattr(k, "k_blocks", 1) > 1:
-        kb = _largest_divisor(s["K"], k.k_blocks)
-        k = replace(k, k_blocks=kb, k_split=min(k.k_split, s["K"] // kb))
+        kb = _k_blocks_that_fit(s["K"], k.k_blocks)
+        k = replace(k, k_blocks=kb, k_split=min(k.k_split, -(-s["K"] // kb)))
     if getattr(k, "group_m", 1) > 1 and k.tile_m > 0:
         k = replace(k, group_m=1 if k.interleaved() else _largest_divisor(_block_rows(k, s), k.group_m))
     if hasattr(k, "vector"):
@@ -899,6 +901,11 @@ def _vector_problems(k, s: Shape) -> list[str]:
     return out
 
 
+def _k_blocks_that_fit(K: int, below: int) -> int:
+    """The most k_blocks (a power of two, at most `below`) that each get some of K, in shares of ceil(K / k_blocks)."""
+    return max(kb for kb in (1, 2, 4, 8, 16, 32) if kb <= below and (kb - 1) * -(-K // kb) < K)
+
+
 def _largest_divisor(n: int, below: int) -> int:
     return max(d for d in (1, 2, 4, 8, 16, 32) if d <= below and n % d == 0)
 
@@ -965,12 +972,13 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
                        "shared tiles out by row-major block (TVM cannot rewrite that layout under a grouped block "
                        "index); use group_m=1 or interleave=false.")
         kb = getattr(k, "k_blocks", 1)
-        if kb > 1 and s["K"] % kb:
-            out.append(f"k_blocks={kb} does not divide K={s['K']}; each block sums an equal share of K, so use a "
-                       f"k_blocks that divides it, e.g. {_largest_divisor(s['K'], kb)}.")
-        elif kb > 1 and k.k_split > s["K"] // kb:
-            out.append(f"k_split={k.k_split} is larger than the {s['K'] // kb} values of K that each of the "
-                       f"k_blocks={kb} blocks sums; use k_split at most {s['K'] // kb}, or fewer k_blocks.")
+        share = -(-s["K"] // kb) if kb > 1 else 0
+        if kb > 1 and (kb - 1) * share >= s["K"]:
+            out.append(f"k_blocks={kb} leaves blocks with no part of K={s['K']} to sum (each takes {share} values); "
+                       f"use k_blocks={_k_blocks_that_fit(s['K'], kb)} or fewer.")
+        elif kb > 1 and k.k_split > share:
+            out.append(f"k_split={k.k_split} is larger than the {share} values of K that each of the "
+                       f"k_blocks={kb} blocks sums; use k_split at most {share}, or fewer k_blocks.")
         kt = getattr(k, "k_threads", 1)
         if kt > 1 and (k.patch != 1 or k.cache_a != "global" or k.cache_w != "global"):
             out.append(f"k_threads={kt} splits each output's reduction across threads, which streams operands "

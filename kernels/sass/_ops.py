@@ -702,6 +702,29 @@ def stl(m, ins, mask, g, w):
         m.local[addr + 4 * j] = v if w is True or old is None else select(w, v, old)
 
 
+def voteu(m, ins, mask, g, w):
+    """VOTEU.ALL / VOTEU.ANY UPd, Pa: one uniform predicate per warp, whether Pa is true in all (any) of the
+    warp's executing lanes (lanes not executing count as true for ALL, false for ANY)."""
+    dst, src = ins.ops[:2]
+    mode = next((x for x in ins.mods if x in ("ALL", "ANY")), None)
+    if mode is None:
+        m.fail(ins, "a vote other than ALL or ANY is not emulated")
+    p = m.pred(src)
+    if isinstance(p, Unknown):
+        m.put(dst.name, p, w)
+        return
+    from .emulator import ALL
+    act = m._and(mask, g)
+    if m._empty(act):                   # no lane executes it: nothing is written
+        return
+    lanes = np.ones(m.n, bool) if act is ALL or act is True else np.broadcast_to(np.asarray(act, bool), (m.n,))
+    v = np.broadcast_to(np.asarray(p, bool), (m.n,))
+    per_warp = (np.logical_and.reduceat(v | ~lanes, m.warp_starts) if mode == "ALL"
+                else np.logical_or.reduceat(v & lanes, m.warp_starts))
+    sizes = np.diff(np.append(m.warp_starts, m.n))
+    m.put(dst.name, _collapse(np.repeat(per_warp, sizes)), w)
+
+
 def register(table: dict) -> None:
     for op, h in {"IADD3": iadd3, "UIADD3": iadd3, "IDP": idp, "VIADD": viadd, "IMAD": imad, "UIMAD": imad, "LEA": lea,
                   "ULEA": lea, "SHF": shf, "USHF": shf, "LOP3": lop3, "ULOP3": lop3, "PLOP3": plop3,
@@ -709,5 +732,5 @@ def register(table: dict) -> None:
                   "VIADDMNMX": minmax, "IMNMX": minmax, "PRMT": prmt, "UPRMT": prmt, "P2R": p2r, "UP2UR": p2r, "R2P": r2p,
                   "BMOV": bmov, "MOV": mov, "UMOV": mov, "R2UR": mov, "S2R": s2r, "S2UR": s2r, "CS2R": cs2r, "LDC": ldc,
                   "ULDC": ldc, "HFMA2": hfma2, "LDG": ldg, "STG": stg, "LDGSTS": ldgsts, "LDS": lds,
-                  "STS": sts, "LDL": ldl, "STL": stl}.items():
+                  "STS": sts, "LDL": ldl, "STL": stl, "VOTEU": voteu}.items():
         table[op] = h

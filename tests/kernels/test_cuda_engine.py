@@ -297,12 +297,28 @@ def test_split_k_sentences():
     from kernels.knobs import fitted, knob_class, parse_knobs, validate
     s = {"M": 64, "N": 64, "K": 100}
     k = parse_knobs("gemm", "cuda", f"{SPLITK},k_blocks=8", knob_class("gemm", "cuda")())
-    assert any("k_blocks=8 does not divide K=100" in p and "e.g. 4" in p for p in validate("gemm", "cuda", k, s))
+    assert not validate("gemm", "cuda", k, s)           # 13 values a block, the last block 9
+    small = {"M": 64, "N": 64, "K": 35}
+    k = parse_knobs("gemm", "cuda", f"{SPLITK},k_split=2,k_blocks=16", knob_class("gemm", "cuda")())
+    assert any("k_blocks=16 leaves blocks with no part of K=35" in p and "use k_blocks=4 or fewer" in p
+               for p in validate("gemm", "cuda", k, small))
     k = parse_knobs("gemm", "cuda", f"{SPLITK},k_split=64,k_blocks=4", knob_class("gemm", "cuda")())
     assert any("k_split=64 is larger than the 25 values of K" in p for p in validate("gemm", "cuda", k, s))
-    # a preset is fitted: the largest k_blocks that divides K, and k tiles no longer than a block's share
+    # a preset is fitted: k tiles no longer than a block's share, and no block without a share
     k = fitted("gemm", "cuda", f"{SPLITK},k_blocks=8,k_split=64", s)
-    assert (k.k_blocks, k.k_split) == (4, 25) and not validate("gemm", "cuda", k, s)
+    assert (k.k_blocks, k.k_split) == (8, 13) and not validate("gemm", "cuda", k, s)
+    k = fitted("gemm", "cuda", f"{SPLITK},k_blocks=16,k_split=64", small)
+    assert (k.k_blocks, k.k_split) == (4, 9) and not validate("gemm", "cuda", k, small)   # 8 would leave one empty
+
+
+@pytest.mark.parametrize("shape, k_blocks", [({"M": 40, "N": 36, "K": 35}, 2), ({"M": 64, "N": 64, "K": 875}, 8),
+                                             ({"M": 70, "N": 66, "K": 87}, 4)])
+def test_split_k_where_k_blocks_does_not_divide_k_computes_the_reference(shape, k_blocks):
+    from kernels.knobs import BEST_FEW_OUTPUTS, fitted
+    text = ",".join(f"{n}={str(v).lower()}" for n, v in BEST_FEW_OUTPUTS[("gemm", "cuda")][1].items())
+    k = fitted("gemm", "cuda", f"{text},k_blocks={k_blocks},k_split=8", shape)
+    assert k.k_blocks == k_blocks and traffic.simulate("gemm", shape, k, "cuda") < 1e-4
+    assert traffic.counts("gemm", shape, k, "cuda").ncu     # the emulated SASS follows it (VOTEU included)
 
 
 def test_split_k_machine_counts_of_the_two_kernels():
