@@ -263,9 +263,9 @@ def device_name(pool: Pool | str, target: str, wait_s: float = 60.0) -> str:
 def measure_pool(op: str, shape: Shape, target: str, pool: Pool | str, repeat: int = 3, wait_s: float = 60.0,
                  session_s: float = 600.0):
     """measure() for the tuner (kernels.tune.search) over every free server under the pool's key: one session per
-    server, in parallel, each verifying and timing one candidate at a time; compiled here. `measure.used` names
-    the servers that measured."""
-    from . import tune
+    server, in parallel, each verifying and timing one candidate at a time as a local search does
+    (kernels.isolated.judge); compiled here. `measure.used` names the servers that measured."""
+    from . import isolated, tune
     pool = parse(pool) if isinstance(pool, str) else pool
     width = max(1, next((s.free for s in servers(pool.host, pool.port) if s.key == pool.key), 1))
     lock = threading.Lock()
@@ -297,12 +297,11 @@ def measure_pool(op: str, shape: Shape, target: str, pool: Pool | str, repeat: i
                         build.executable(op, shape, k, target, device=tgt).export_library(os.path.join(d, name))
                         sess.upload(os.path.join(d, name))
                         mod = sess.load_module(name)
-                        rel, args, _ = build.call_verified(op, shape, mod, dev, target)
-                        ok = rel < build.TOLERANCE
-                        ms = (sorted(t * 1e3 for t in mod.time_evaluator("main", dev, number=1, repeat=repeat,
-                                                                          min_repeat_ms=10)(*args).results)
-                              [repeat // 2]) if ok else None
-                    got[k] = (ms, rel, "" if ok else f"wrong result (rel. error {rel:.1e})")
+                        got[k] = isolated.judge(op, shape, target, mod, dev, None, measure.fastest, repeat,
+                                                tune.SLOW)
+                    if got[k][0] is not None and got[k][2] == "":
+                        with lock:
+                            measure.fastest = min(measure.fastest or got[k][0], got[k][0])
                 except RemoteError as e:
                     got[k] = (None, None, str(e))
                     if not _answers(sess):      # the candidate took the server's session down: a fresh one
@@ -322,4 +321,5 @@ def measure_pool(op: str, shape: Shape, target: str, pool: Pool | str, repeat: i
         gc.collect()
         return [got.get(k, (None, None, "no server measured it")) for k in ks]
     measure.used = set()
+    measure.fastest = None          # the fastest verified so far: one far behind it is timed once (tune.SLOW)
     return measure
