@@ -126,6 +126,19 @@ def compile_cubin(code: str) -> bytes:
     return cubin
 
 
+def refusal(first: str) -> str:
+    """NVRTC's first error line as one sentence; ptxas's shared-memory refusal with its cause and the fix."""
+    m = re.search(r"uses too much shared data \((0x[0-9a-fA-F]+) bytes, (0x[0-9a-fA-F]+) max\)", first)
+    if m is None:
+        return f"NVRTC refused the kernel's CUDA source: {first}"
+    need, cap = (int(x, 16) for x in m.groups())
+    return (f"NVRTC refused the kernel: it needs {need / 1024:.1f} KB of shared memory per block, over the "
+            f"{cap / 1024:.0f} KB a block may declare. TVM sized a shared stage larger than the knobs' tile: where a "
+            "tile does not divide its axis and the stage is filled once per reduction tile, the stage can span the "
+            "whole input; use a tile that divides the axis, a single reduction tile (the split equal to the whole "
+            "reduction), or cache that input in 'local'.")
+
+
 def _compile(code: str) -> bytes:
     lib = _nvrtc()
     prog = ctypes.c_void_p()
@@ -140,7 +153,7 @@ def _compile(code: str) -> bytes:
             log = ctypes.create_string_buffer(size.value)
             lib.nvrtcGetProgramLog(prog, log)
             first = next((ln for ln in log.value.decode(errors="replace").splitlines() if "error" in ln), "")
-            raise ToolchainError(f"NVRTC refused the kernel's CUDA source: {first.strip()}")
+            raise ToolchainError(refusal(first.strip()))
         size = ctypes.c_size_t()
         lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
         buf = ctypes.create_string_buffer(size.value)

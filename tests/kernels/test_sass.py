@@ -230,3 +230,15 @@ def test_voteu_gives_each_warp_one_predicate_over_its_lanes(mode, loads):
     m = run(listing("S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x28, PT", f"VOTEU.{mode} UP0, P0",
                     "@UP0 BRA `(T)", "LDS R2, [RZ]", "T:", "EXIT"), block=96)
     assert m.counts["shared_ld"] == loads
+
+
+def test_a_shared_stage_over_the_limit_is_refused_with_its_cause_and_fix():
+    """Valid knobs whose shared stage TVM sized to the whole signal (a tile remainder meets several k tiles with
+    few threads; 10 draws of held-out batch 843420274): ptxas refuses it, and the sentence says why and what to do."""
+    s = {"M": 32768, "N": 256}
+    k = resolve("conv1d", "cuda", s, None, "tile=32,patch=32,k_split=64,cache_a=shared,cache_w=shared,cache_c=local")
+    with pytest.raises(toolchain.ToolchainError, match=r"needs 130\.2 KB of shared memory per block, over the 48 KB"):
+        sass.machine_counts("conv1d", s, k)
+    assert "use a tile that divides the axis" in toolchain.refusal(
+        "ptxas error   : Entry function 'main_kernel' uses too much shared data (0x20900 bytes, 0xc000 max)")
+    assert toolchain.refusal("error: something else") == "NVRTC refused the kernel's CUDA source: error: something else"
