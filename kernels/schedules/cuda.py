@@ -69,12 +69,13 @@ def _own_kernel(sch: Schedule, blk, steps: Steps, name: str, scope: str) -> None
     f = sch.fuse(*loops[:n_sp])
     # (one block where the elements are fewer than 256: split into a single block, TVM's write-back of the
     # register dropped the remainder test, and the threads past the end wrote past D)
-    bx, tx = sch.split(f, [None, min(256, int(sch.get(f).extent))])
+    threads = min(256, int(sch.get(f).extent))
+    bx, tx = sch.split(f, [None, threads])
     sch.bind(bx, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
     acc = sch.cache_write(blk, 0, "local")
     sch.reverse_compute_at(acc, tx)
-    steps(f"compute {name} once, in a kernel of its own: one thread per element, 256 threads per block, "
+    steps(f"compute {name} once, in a kernel of its own: one thread per element, {threads} threads per block, "
           "neighbouring threads on neighbouring elements (their input windows overlap, so the repeated reads hit "
           "the L1 cache); each sums its reduction in a register and stores it to global memory once. The next "
           f"kernel reads {name} " + {"global": "straight from global memory.",
