@@ -49,30 +49,31 @@ def _cooperative(sch: Schedule, blk, depth: int, threads: int, vector: int, step
     sch.bind(t, "threadIdx.x")
 
 
-def _naive_stage(sch: Schedule, blk, steps: Steps, name: str) -> None:
-    """An intermediate kept in global memory (cache scope global, or computed separately) runs as its own
-    kernel, one thread per element."""
+def _per_element(sch: Schedule, blk, threads: int | None = None):
+    """The stage's own kernel, one thread per element: its spatial loops fused and split into blocks of `threads`
+    (at most 256 where None: as many as there are elements); returns the thread loop and the thread count."""
     loops = sch.get_loops(blk)
     n_sp = len([iv for iv in sch.get(blk).iter_vars if iv.iter_type == 0])
     f = sch.fuse(*loops[:n_sp])
-    bx, tx = sch.split(f, [None, 256])
+    threads = threads or min(256, int(sch.get(f).extent))
+    bx, tx = sch.split(f, [None, threads])
     sch.bind(bx, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
+    return tx, threads
+
+
+def _naive_stage(sch: Schedule, blk, steps: Steps, name: str) -> None:
+    """An intermediate kept in global memory runs as its own kernel, one thread per element."""
+    _per_element(sch, blk, 256)
     steps(f"{name} stays in global memory: its own kernel, one thread per element, 256 threads per block.")
 
 
 def _own_kernel(sch: Schedule, blk, steps: Steps, name: str, scope: str) -> None:
     """An intermediate computed once, by a kernel of its own, into global memory: one thread per element (the
     innermost axis across neighbouring threads), its reduction summed in a register and stored once."""
-    loops = sch.get_loops(blk)
-    n_sp = len([iv for iv in sch.get(blk).iter_vars if iv.iter_type == 0])
-    f = sch.fuse(*loops[:n_sp])
     # (one block where the elements are fewer than 256: split into a single block, TVM's write-back of the
     # register dropped the remainder test, and the threads past the end wrote past D)
-    threads = min(256, int(sch.get(f).extent))
-    bx, tx = sch.split(f, [None, threads])
-    sch.bind(bx, "blockIdx.x")
-    sch.bind(tx, "threadIdx.x")
+    tx, threads = _per_element(sch, blk)
     acc = sch.cache_write(blk, 0, "local")
     sch.reverse_compute_at(acc, tx)
     steps(f"compute {name} once, in a kernel of its own: one thread per element, {threads} threads per block, "
