@@ -409,7 +409,7 @@ def module(name: str, spec: str | None, s: dict, over: str = "best", op: str = O
         if not extra.get("copies_at"):
             ex, mod, _ = build.compiled(op, tuple(s.items()), k, "cuda")
             return k, extra, ex, mod
-        sch, _ = build.create(OP, s, k, "cuda")
+        sch, _ = build.create(op, s, k, "cuda")
         ex = lowering.compile(sch.mod, "cuda", lowering.disabled("cuda", k, s), k.min_blocks, k.one_barrier,
                               extra["copies_at"])
     return k, extra, ex, (ex.jit() if build.target_available("cuda") is None else None)
@@ -420,7 +420,9 @@ def shapes_arg(sizes: str | None, shapes: str | None, op: str = OP) -> list[dict
     for the depthwise-separable convolution) -> shapes."""
     from kernels.ops import OPS
     dims = OPS[op].dims
-    out = [dict(zip("MNK", (int(n),) * 3)) for n in (sizes or "").split(",") if n and op == OP]
+    if sizes and op != OP:
+        raise ValueError(f"--op {op} takes --shapes {'x'.join(dims)},.. (--sizes is GEMM's N^3).")
+    out = [dict(zip("MNK", (int(n),) * 3)) for n in (sizes or "").split(",") if n]
     out += [dict(zip(dims, map(int, x.split("x")))) for x in (shapes or "").split(",") if x]
     if not out or any(len(s) != len(dims) for s in out):
         raise ValueError(f"give --shapes {'x'.join(dims)},.." + (" or --sizes N,.." if op == OP else ""))
@@ -433,7 +435,7 @@ def header(**extra) -> dict:
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra}
 
 
-def gemm_row(s: dict, op: str = OP) -> dict:
+def reference_row(s: dict, op: str = OP) -> dict:
     """A shape's data row with the vendor library (cuBLAS, cuDNN) timed (7 repeats, median) in this process."""
     import numpy as np
     from kernels import build
@@ -460,7 +462,7 @@ def time_variants(variants: list[str], shapes: list[dict], over: str = "best", r
                  variants={n: spec for n, spec in parsed}, shapes=[])
     try:
         for s in shapes:
-            row = gemm_row(s, op)
+            row = reference_row(s, op)
             for name, spec in parsed:
                 try:
                     k, extra, _, mod = module(name, spec, s, over, op)
@@ -587,10 +589,11 @@ def main(argv: list[str] | None = None) -> int:
         dynamic(False)
         return 0
     op = getattr(a, "op", OP)
-    if a.cmd == "time" and op != OP and (a.sizes or not a.shapes):
-        from kernels.ops import OPS
-        p.error(f"--op {op} takes --shapes {'x'.join(OPS[op].dims)},.. (--sizes is GEMM's N^3).")
-    shapes = shapes_arg(a.sizes, a.shapes or (None if a.sizes else "4096x4096x4096,1024x1024x1024"), op)
+    default = "4096x4096x4096,1024x1024x1024" if op == OP and not a.sizes else None
+    try:
+        shapes = shapes_arg(a.sizes, a.shapes or default, op)
+    except ValueError as e:
+        p.error(str(e))
     if a.cmd == "time":
         doc = time_variants(a.variants, shapes, a.over, a.repeat, op)
     else:
