@@ -104,16 +104,21 @@ def test_readme_split_k_judgement_comes_from_the_data():
     assert f"the fastest k_blocks, within 2%, at {within} of {total}" in text
 
 
+def _suite_rows(name: str) -> list[dict]:
+    """The tuner rows of a suite's data file (bench.anchors' output), as the tuner reads its shipped data."""
+    from kernels.tune import shipped_rows
+    return [r for _, _, r in shipped_rows((f"data/{name}",))]
+
+
 def test_readme_dwsep_batches_come_from_the_data():
     """The two held-out depthwise-separable batches on the H100, as the README quotes them."""
-    import json
     import math
 
     def gm(v):
         return f"{math.exp(sum(map(math.log, v)) / len(v)):.2f}x"
     text = " ".join((ROOT / "README.md").read_text().split())
     for name in ("h100_dwsep_suite.json", "h100_dwsep_suite_2.json"):
-        rows = [r for st in json.loads((ROOT / "data" / name).read_text())["steps"] for r in st["output"]]
+        rows = _suite_rows(name)
         tuned = [r["ours"]["vs_vendor"] for r in rows]
         alone = [r["vendor_ms"] / r["ours"]["best_preset_ms"] for r in rows]
         quoted = (f"`data/{name}`, {len(rows)} shapes: tuned {gm(tuned)}" if name.endswith("_2.json") else
@@ -125,13 +130,9 @@ def test_readme_dwsep_batches_come_from_the_data():
 
 def test_readme_dwsep_under_one_rule_comes_from_the_data():
     """The second and third depthwise-separable batches ran the same rule and tuner: their totals as quoted."""
-    import json
     import math
     text = " ".join((ROOT / "README.md").read_text().split())
-    rows3 = [r for st in json.loads((ROOT / "data" / "h100_dwsep_suite_3.json").read_text())["steps"]
-             for r in st["output"]]
-    rows2 = [r for st in json.loads((ROOT / "data" / "h100_dwsep_suite_2.json").read_text())["steps"]
-             for r in st["output"]]
+    rows3, rows2 = _suite_rows("h100_dwsep_suite_3.json"), _suite_rows("h100_dwsep_suite_2.json")
     v3 = [r["ours"]["vs_vendor"] for r in rows3]
     v = [r["ours"]["vs_vendor"] for r in rows2] + v3
     gm = math.exp(sum(map(math.log, v)) / len(v))

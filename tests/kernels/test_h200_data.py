@@ -493,10 +493,6 @@ def test_split_k_model_reproduces_the_recorded_k_blocks_times_and_best_takes_its
     assert gemm_k_blocks(cube) == 1 and preset("gemm", "cuda", "best", cube).k_blocks == 1
 
 
-def _dwsep_rows(name: str) -> list[dict]:
-    return [r for st in json.load(open(DATA / name))["steps"] for r in st["output"]]
-
-
 def test_best_dwsep_takes_d_kernel_wherever_the_fused_kernel_measured_slower():
     """data/h100_dwsep_dkernel.json: `best` was the fused kernel when it ran. Where the rule now leaves it
     (dwsep_fused_loses) best's new knobs are the g32 variant measured there, and g32 was faster; where the rule
@@ -527,7 +523,8 @@ def test_best_dwsep_takes_d_kernel_wherever_the_fused_kernel_measured_slower():
                                   "h100_dwsep_suite_3.json"])
 def test_held_out_dwsep_batches_verified_and_drawn_at_run_time(name):
     d = json.load(open(DATA / name))
-    rows = _dwsep_rows(name)
+    from kernels.tune import shipped_rows
+    rows = [r for _, _, r in shipped_rows((f"data/{name}",))]
     assert d["device"].startswith("NVIDIA H100") and len(rows) >= 4
     assert len({r["seed"] for r in rows}) == 1                      # one draw per batch, its seed recorded
     for r in rows:
