@@ -121,12 +121,15 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     if plan.rthreads > 1:
         return _split_reduction(sch, plan, steps)
     blk = sch.get_sblock("C")
+    staged = {n for n, s in plan.caches if s != "global"}
+    # the operator's own padding (a convolution's borders), before pad_tiles adds its padded views: those stay
+    # blocks of their own until a cache stage reads them, which takes their zero test into its copies (inlined
+    # here, split-K's A_pad would put the test into every multiply-add: 2.8x the shared loads)
+    inline_pads(sch, staged, steps)
     padded = False
     if plan.kblocks > 1:
         blk, plan, padded = split_k_blocks(sch, blk, plan, steps)
     out_name = sch.get(blk).writes[0].source.name        # C; with split-K the partial sums (C_rf or C_pad_rf)
-    staged = {n for n, s in plan.caches if s != "global"}
-    inline_pads(sch, staged, steps)
     padded = padded or pad_to_tiles(sch, blk, plan, steps, PAD_WHY)
     for name, scope in plan.caches:
         d = producer(sch, name)
