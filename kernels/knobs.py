@@ -643,7 +643,12 @@ GEMM_SPLIT_MS_PER_K = 0.223 / 8192 / 1.12
 GEMM_SPLIT_ALONE = 1.12
 GEMM_SPLIT_LAUNCH_MS = 0.002
 GEMM_SPLIT_BYTES_PER_MS = 3.0e9
-GEMM_SPLIT_MIN_K = 256          # at least 8 k tiles of 32 per block
+# At least 4 k tiles of 32 per block. The first floor, 8 tiles (fitted on 512x512x8192 alone), kept best 15-17%
+# from the fastest k_blocks at 2 of the 6 shapes of data/h100_gemm_few_tiles.json (128x1089x1280: 8 blocks of
+# 160 were fastest; 1408x192x320: 4 of 80); with 4 tiles the pick there is the fastest and 3.1% behind it, at
+# 128x82x4928 32 blocks (16 was the most measured, and the fastest), and at 238x1408x2304 every split was
+# slower, because split-K put pad_tiles' zero test into every multiply-add (since fixed).
+GEMM_SPLIT_MIN_K = 128
 
 
 def gemm_split_ms(s: Shape, k_blocks: int, tile: int = 64) -> float:
@@ -657,9 +662,12 @@ def gemm_split_ms(s: Shape, k_blocks: int, tile: int = 64) -> float:
 
 
 def gemm_k_blocks(s: Shape) -> int:
-    """The k_blocks (dividing K, each block summing at least GEMM_SPLIT_MIN_K of it) the model finds fastest; the
-    fewer of two within 2%."""
-    ok = [kb for kb in (1, 2, 4, 8, 16, 32) if s["K"] % kb == 0 and (kb == 1 or s["K"] // kb >= GEMM_SPLIT_MIN_K)]
+    """The k_blocks the model finds fastest, the fewer of two within 2%: each block sums a ceil(K / k_blocks)
+    share of K, at least GEMM_SPLIT_MIN_K of it, and the last block gets some (k_blocks need not divide K: at
+    64x64x875 no power of two does, and unsplit it ran at 0.28x cuBLAS, data/h100_suite.json)."""
+    K = s["K"]
+    share = {kb: -(-K // kb) for kb in (1, 2, 4, 8, 16, 32)}
+    ok = [kb for kb, n in share.items() if kb == 1 or (n >= GEMM_SPLIT_MIN_K and (kb - 1) * n < K)]
     fastest = min(gemm_split_ms(s, kb) for kb in ok)
     return min(kb for kb in ok if gemm_split_ms(s, kb) <= 1.02 * fastest)
 
