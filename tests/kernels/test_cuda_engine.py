@@ -123,8 +123,8 @@ def test_one_barrier_leaves_one_barrier_per_k_tile_before_the_copies(stages):
     """TVM's loop is [barrier, copies, commit, wait S-1, barrier, compute]; merged it is [wait S-2, barrier,
     copies, commit, compute], and the lowered kernel the simulator walks is rewritten the same way."""
     s = {"M": 256, "N": 256, "K": 256}
-    two = resolve("gemm", "cuda", s, "best", f"stages={stages},one_barrier=false")
-    one = resolve("gemm", "cuda", s, "best", f"stages={stages}")
+    two = resolve("gemm", "cuda", s, "best", f"stages={stages},one_barrier=false,k_blocks=1")
+    one = resolve("gemm", "cuda", s, "best", f"stages={stages},k_blocks=1")
     assert one.one_barrier
     copies = ["cp_async"] * 8
     assert _loop(build.source("gemm", s, two, "cuda", "cuda")) == [
@@ -156,7 +156,7 @@ def test_copies_at_places_the_next_tiles_copies_inside_or_after_the_compute(stag
     multiply-adds of the tile."""
     from kernels import lowering
     s = {"M": 256, "N": 256, "K": 256}
-    k = resolve("gemm", "cuda", s, "best", f"stages={stages}")
+    k = resolve("gemm", "cuda", s, "best", f"stages={stages},k_blocks=1")
     sch, _ = build.create("gemm", s, k, "cuda")
     src = lowering.compile(sch.mod, "cuda", (), 0, True, at).mod.imports[0].inspect_source()
     assert _loop(src) == ["wait_group", "__syncthreads", "C_local_ptr[0] = ", *["cp_async"] * 8, "commit_group"]
