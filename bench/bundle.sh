@@ -27,7 +27,13 @@ tar -C "$site" -cJf "$out/site.tar.xz" .
 rm -rf "$out"/apache_tvm_ffi-*.whl "$out/extras"
 # TVM's own runtime C++ sources (tvm/src, for building minrpc and contrib runtimes elsewhere) are not used here:
 # without them the tree and the bundle stay under the carry limit as the tree grows
-py=$(mktemp -d); tar -C "$py" -xJf "$out/tvm-py.tar.xz"; rm -rf "$py/tvm/src"
+# nor are its C headers, topi's test helpers and the cutlass and hexagon contribs (imported by nothing here);
+# the compiler library is recompressed with xz -9e: the tree has grown to the point where -9 left the working
+# tree with the bundle a few KB over the limit
+py=$(mktemp -d); tar -C "$py" -xJf "$out/tvm-py.tar.xz"
+rm -rf "$py/tvm/src" "$py/tvm/include" "$py/tvm/topi/testing" "$py/tvm/contrib/cutlass" "$py/tvm/contrib/hexagon"
+xz -dc "$out/libtvm_compiler.so.xz" | xz -9e -T0 > "$out/libtvm_compiler.so.xz.9e"
+mv "$out/libtvm_compiler.so.xz.9e" "$out/libtvm_compiler.so.xz"
 tar -C "$py" -cJf "$out/tvm-py.tar.xz" .; rm -rf "$py"
 sed -i 's|python3 -m pip install .*apache_tvm_ffi-\*.whl|tar -xJf "$here/site.tar.xz" -C $S|' "$out/install.sh"
 grep -q site.tar.xz "$out/install.sh"
