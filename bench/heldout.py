@@ -9,7 +9,8 @@
         (through kernels' compile callback, the pinned NVRTC there), verifies it, and compares the SASS hash of
         the loaded module's cubin with the one analysed here
 
-`draw` takes its seed from the clock unless given one, and prints it. Random valid knob settings (one in five
+`draw` takes its seed from the clock unless given one, and prints it; given the seed of a batch already drawn,
+it rebuilds the cubins for `launch` and checks their SASS hashes against the batch, which it leaves as it is. Random valid knob settings (one in five
 the `best` preset) at random shapes for all four operators, at least half of them at shapes that no tile
 divides; each kernel's cubin is compiled here by the pinned NVRTC (the very cubin the GPU runs, checked by
 its SASS hash there) and emulated; the predictions go into data/heldout/batch-SEED.json, to be committed
@@ -55,8 +56,8 @@ def random_shape(op: str, rng, ragged: bool) -> dict:
 
 
 def _predict(job: tuple) -> dict:
-    """Compile one drawn kernel, keep its cubin, emulate it (in a worker process)."""
-    entry, out_dir = job
+    """Compile one drawn kernel, keep its cubin, emulate it unless only the cubin is wanted (in a worker process)."""
+    entry, out_dir, predict = job
     from kernels import sass
     from kernels.knobs import resolve
     op, s = entry["op"], entry["shape"]
@@ -70,6 +71,8 @@ def _predict(job: tuple) -> dict:
     entry = {**entry, "sass_hash": c.sass_hash,
              "launches": [{"name": ln.name, "grid": ln.grid, "block": ln.block,
                            "params": [[p.name, p.size, p.nbytes] for p in ln.params]} for ln in c.launches]}
+    if not predict:
+        return entry
     try:
         m = sass.machine_counts(op, s, k)
         entry["predicted"] = {key: int(m.ncu[NCU[key]]) for key in NCU}
@@ -104,14 +107,24 @@ def draw(per_op: int, seed: int, workers: int) -> Path:
                           "knobs": knobs_text(k), "remainder": bool(has_remainder(k, s))})
             made += 1
     kernels = []
-    with mp.get_context("spawn").Pool(workers) as pool:
-        for e in pool.imap(_predict, [(e, str(out_dir)) for e in drawn]):
-            print(f"{e['id']:16s} {json.dumps(e['shape']):56s} "
-                  f"{e.get('skip') or e.get('error') or 'predicted'} ({e.get('predict_s', 0)} s)", flush=True)
-            if "skip" not in e:
-                kernels.append(e)
     DATA.mkdir(parents=True, exist_ok=True)
     path = DATA / f"batch-{seed}.json"
+    again = path.exists()           # drawn before: only the cubins, for launch
+    with mp.get_context("spawn").Pool(workers) as pool:
+        for e in pool.imap(_predict, [(e, str(out_dir), not again) for e in drawn]):
+            done = e.get("skip") or e.get("error") or ("compiled" if again else "predicted")
+            print(f"{e['id']:16s} {json.dumps(e['shape']):56s} {done} ({e.get('predict_s', 0)} s)", flush=True)
+            if "skip" not in e:
+                kernels.append(e)
+    if again:               # the cubins are rebuilt for launch, the predictions stay as committed
+        old = {e["id"]: e.get("sass_hash") for e in json.load(open(path))["kernels"]}
+        new = {e["id"]: e.get("sass_hash") for e in kernels}
+        differ = sorted(i for i in old if old[i] != new.get(i))
+        print(f"{path.name} exists and was left as it is; cubins in {out_dir}: "
+              + (f"{len(old)} of {len(old)} SASS hashes equal" if not differ else
+                 f"{len(differ)} of {len(old)} differ from the batch ({', '.join(differ[:8])}): draw it at the "
+                 f"commit it names, {json.load(open(path))['emulator_commit'][:12]}"))
+        return path
     json.dump({"seed": seed, "drawn": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                "command": f"python -m bench.heldout draw --per-op {per_op} --seed {seed}",
                "emulator_commit": head, "uncommitted_changes": dirty, "nvrtc": nvrtc_version(),

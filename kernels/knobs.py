@@ -686,6 +686,23 @@ def dwsep_fused_loses(s: Shape) -> bool:
     return s["F"] != 64 or s["H"] * s["W"] < 64 * 64
 
 
+def dwsep_small_map_many_channels(s: Shape) -> bool:
+    """Whether best's d_kernel schedule takes whole images a block (DWSEP_SMALL_MAPS) instead of 2x32 pixels:
+    maps of at most 14x14 with at least 256 input channels. Fitted, not yet judged: in
+    data/h100_dwsep_dkernel.json four images of 7x7 a block (sm32) beat the 2x32-pixel blocks (g32) at both
+    small maps with many channels (32x512x7x7, F=144: 0.48x cuDNN against 0.36x; 32x384x14x14, F=512: 0.78x
+    against 0.61x) and lost at all three with 64 or fewer (4x32x14x14: 0.49x against 0.84x; 16x64x7x7: 0.55x
+    against 0.57x; 32x16x14x14: 0.73x against 0.96x). No shape between 64 and 384 channels was measured; the
+    line is drawn at 256. The judged batches' lowest rows were such maps (4x512x7x7, F=64: 0.46x;
+    1x512x14x14, F=64: 0.65x); bench/plans/h100_dwsep_small_maps.toml measures more tilings there."""
+    return s["H"] * s["W"] <= 14 * 14 and s["C"] >= 256
+
+
+# sm32 of data/h100_dwsep_dkernel.json, over best's d_kernel knobs: 4 images of 8x8 (7x7) pixels a block, a thread
+# a row of 8 (7) pixels and 4 output channels, c tiles of 8
+DWSEP_SMALL_MAPS = dict(tile_b=4, tile_f=32, patch_f=4, tile_h=8, tile_w=8, patch_b=1, patch_h=1, patch_w=8, c_split=8)
+
+
 # (below: fewer outputs than this, or a rule on the shape; the knobs that win there)
 BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int | Callable[[Shape], bool], dict]] = {
     # GEMM where best's 128x128 blocks, two per SM of the H200, would keep the busiest SM longer
@@ -724,7 +741,7 @@ BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int | Callable[[Shape], bool], dic
     # 16 of D and P staged in shared memory and read through registers. The variant g32 of
     # data/h100_dwsep_dkernel.json: the fastest of eight at 5 of 9 shapes and within 5% of it at one more; it
     # lost to 2 or 4 images of 7x7 pixels a block (sm64/sm32) at 7x7 and 14x14 maps with 384 and 512 channels
-    # (0.36x and 0.61x cuDNN against 0.48x and 0.78x), which no rule takes yet: the tuner searches those.
+    # (0.36x and 0.61x cuDNN against 0.48x and 0.78x): there best takes those (dwsep_small_map_many_channels).
     ("dwsep_conv2d", "cuda"): (dwsep_fused_loses, dict(
         d_kernel=True, tile_b=1, tile_f=32, patch_f=4, tile_h=2, tile_w=32, patch_b=1, patch_h=1, patch_w=4,
         c_split=16, cache_d="shared+local", cache_p="shared+local", cache_c="local", vector=4, unroll=512)),
@@ -867,6 +884,8 @@ def preset(op: str, target: str, name: str, s: Shape):
         k = cls(**BEST_FEW_OUTPUTS[(op, target)][1])
         if (op, target) == ("gemm", "cuda"):
             k = replace(k, k_blocks=gemm_k_blocks(s))
+        if (op, target) == ("dwsep_conv2d", "cuda") and dwsep_small_map_many_channels(s):
+            k = replace(k, **DWSEP_SMALL_MAPS)
         return fit(k, s)
     return fit(cls(**table[name]), s)
 

@@ -61,3 +61,26 @@ def test_a_batch_is_judged_once(tmp_path):
         assert "judged once" in str(e)
     else:
         raise AssertionError("a judged batch was judged again")
+
+
+def test_drawing_a_batch_again_rebuilds_its_cubins_and_leaves_the_batch(tmp_path, monkeypatch, capsys):
+    """The cubins live outside git: the next GPU session rebuilds them with the batch's seed, checked against the
+    SASS hashes recorded when it was drawn, and the committed predictions are never overwritten."""
+    from bench import heldout
+    monkeypatch.setattr(heldout, "DATA", tmp_path / "data")
+    monkeypatch.setattr(heldout, "CUBINS", tmp_path / "cubins")
+    path = heldout.draw(1, 7, 1)
+    first = json.loads(path.read_text())
+    assert len(first["kernels"]) == 4 and all((tmp_path / "cubins" / "7" / f"{e['id']}.cubin").exists()
+                                              for e in first["kernels"])
+    for cubin in (tmp_path / "cubins" / "7").iterdir():
+        cubin.unlink()
+    heldout.draw(1, 7, 1)                                   # compiled again, not emulated
+    assert json.loads(path.read_text()) == first
+    assert "4 of 4 SASS hashes equal" in capsys.readouterr().out
+    assert len(list((tmp_path / "cubins" / "7").iterdir())) == 4
+    first["kernels"][0]["sass_hash"] = "0" * 64            # a batch drawn by another engine: said, not rewritten
+    path.write_text(json.dumps(first))
+    heldout.draw(1, 7, 1)
+    assert f"1 of 4 differ from the batch ({first['kernels'][0]['id']})" in capsys.readouterr().out
+    assert json.loads(path.read_text()) == first
