@@ -164,6 +164,28 @@ def test_cpu_best_pads_ragged_gemm_and_splits_k_into_equal_tiles():
     _check("gemm", {"M": 327, "N": 95, "K": 382}, k)
 
 
+def test_cpu_best_takes_k_tiles_that_divide_k_where_the_data_measured_them_faster():
+    """data/cpu_gemm_k_tiles.json (run with the rule before): at each of its seven shapes the variant `divides` is
+    the k_split best takes today, and it beat the padded k tiles in every round; where M and N divide the tiles,
+    nothing is padded now (no copies of A and B). The kernel at such a shape still computes the reference."""
+    import json
+    from pathlib import Path
+    d = json.loads((Path(__file__).resolve().parents[2] / "data" / "cpu_gemm_k_tiles.json").read_text())
+    assert d["device"] and d["date"] and d["command"].endswith("cpu_gemm_k_tiles.toml") and len(d["steps"]) == 7
+    for st in d["steps"]:
+        row = st["output"]["shapes"][0]
+        s = dict(zip("MNK", map(int, st["each"]["shape"].split("x"))))
+        k = resolve("gemm", "cpu", s, "best")
+        assert k.k_split == int(st["each"]["k"]) and s["K"] % k.k_split == 0, s
+        assert k.pad_tiles == bool(s["M"] % k.tile_m or s["N"] % k.tile_n), s
+        assert min(b / v for b, v in zip(row["best_ms"], row["variant"]["ms"])) > 1.0, s
+        assert row["ok"] and row["variant"]["ok"] and row["variant"]["rel_err"] < 1e-4, s
+    s = {"M": 64, "N": 32, "K": 261}                   # 261 = 9 x 29: three k tiles of 87 where 256 asked for two
+    k = resolve("gemm", "cpu", s, "best")
+    assert k.k_split == 87 and not k.pad_tiles
+    _check("gemm", s, k)
+
+
 @pytest.mark.parametrize("shape,peeled", [
     (dict(M=5000, N=18), (16, 9)),      # 5017 outputs: 39 whole patches of 128, then one whole vector and 9 lanes
     (dict(M=6000, N=9), (112, 8)),      # 6008: 46 whole patches, then 7 whole vectors and 8 lanes
