@@ -47,6 +47,27 @@ def test_readme_cpu_suite_figures_come_from_the_data():
     assert f"none below {min(g):.2f}x" in text
 
 
+def test_readme_later_cpu_gemm_batches_come_from_the_data():
+    """The held-out CPU GEMM batches drawn after best's k tiles were made to divide K, as the README quotes them."""
+    import json
+    import math
+    text = " ".join((ROOT / "README.md").read_text().split())
+    tallies = []
+    for name in ("cpu_suite_gemm_2.json", "cpu_suite_gemm_3.json"):
+        d = json.loads((ROOT / "data" / name).read_text())
+        vs = [r["ours"]["vs_vendor"] for st in d["steps"] for r in st["output"]]
+        assert all(r["ours"]["ok"] and r["op"] == "gemm" for st in d["steps"] for r in st["output"])
+        good, gm = sum(v >= 1 for v in vs), math.exp(sum(map(math.log, vs)) / len(vs))
+        assert f"`data/{name}` {len(vs)} shapes" in text
+        assert f"{good} at or above numpy, geometric mean {gm:.2f}x" in text
+        tallies.append((good, len(vs), min(vs)))
+    assert f"lowest {tallies[1][2]:.2f}x" in text
+    per_op, _ = _cpu_suite()
+    others = [v for op, vs in per_op.items() if op != "gemm" for v in vs]
+    assert f"({sum(v >= 1 for v in others)} of {len(others)}, kernels unchanged since)" in text
+    assert f"that is {sum(v >= 1 for v in others) + tallies[1][0]} of {len(others) + tallies[1][1]} held-out" in text
+
+
 def test_readme_metaschedule_comparison_comes_from_the_data():
     """ours / MetaSchedule (equal trials) on the held-out CPU shapes, as the README quotes it."""
     import json
