@@ -10,11 +10,11 @@
         the loaded module's cubin with the one analysed here
 
 `draw` takes its seed from the clock unless given one, and prints it; given the seed of a batch already drawn,
-it rebuilds the cubins for `launch` and checks their SASS hashes against the batch, which it leaves as it is. Random valid knob settings (one in five
-the `best` preset) at random shapes for all four operators, at least half of them at shapes that no tile
-divides; each kernel's cubin is compiled here by the pinned NVRTC (the very cubin the GPU runs, checked by
-its SASS hash there) and emulated; the predictions go into data/heldout/batch-SEED.json, to be committed
-before the GPU sees the batch. `judge` refuses a batch already judged: a batch that taught the emulator
+it rebuilds the cubins for `launch` and checks their SASS hashes against the batch, which it leaves as it is.
+Random valid knob settings (one in five the `best` preset) at random shapes for all four operators, at least
+half of them at shapes that no tile divides; each kernel's cubin is compiled here by the pinned NVRTC (the very
+cubin the GPU runs, checked by its SASS hash there) and emulated; the predictions go into
+data/heldout/batch-SEED.json, to be committed before the GPU sees the batch. `judge` refuses a batch already judged: a batch that taught the emulator
 something is regression data from then on, never proof.
 """
 from __future__ import annotations
@@ -117,13 +117,14 @@ def draw(per_op: int, seed: int, workers: int) -> Path:
             if "skip" not in e:
                 kernels.append(e)
     if again:               # the cubins are rebuilt for launch, the predictions stay as committed
-        old = {e["id"]: e.get("sass_hash") for e in json.load(open(path))["kernels"]}
+        b = json.load(open(path))
+        old = {e["id"]: e.get("sass_hash") for e in b["kernels"]}
         new = {e["id"]: e.get("sass_hash") for e in kernels}
         differ = sorted(i for i in old if old[i] != new.get(i))
         print(f"{path.name} exists and was left as it is; cubins in {out_dir}: "
               + (f"{len(old)} of {len(old)} SASS hashes equal" if not differ else
                  f"{len(differ)} of {len(old)} differ from the batch ({', '.join(differ[:8])}): draw it at the "
-                 f"commit it names, {json.load(open(path))['emulator_commit'][:12]}"))
+                 f"commit it names, {b['emulator_commit'][:12]}"))
         return path
     json.dump({"seed": seed, "drawn": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                "command": f"python -m bench.heldout draw --per-op {per_op} --seed {seed}",

@@ -665,9 +665,8 @@ def gemm_k_blocks(s: Shape) -> int:
     """The k_blocks the model finds fastest, the fewer of two within 2%: each block sums a ceil(K / k_blocks)
     share of K, at least GEMM_SPLIT_MIN_K of it, and the last block gets some (k_blocks need not divide K: at
     64x64x875 no power of two does, and unsplit it ran at 0.28x cuBLAS, data/h100_suite.json)."""
-    K = s["K"]
-    share = {kb: -(-K // kb) for kb in (1, 2, 4, 8, 16, 32)}
-    ok = [kb for kb, n in share.items() if kb == 1 or (n >= GEMM_SPLIT_MIN_K and (kb - 1) * n < K)]
+    ok = [kb for kb in (1, 2, 4, 8, 16, 32)
+          if kb == 1 or (-(-s["K"] // kb) >= GEMM_SPLIT_MIN_K and _every_block_sums(s["K"], kb))]
     fastest = min(gemm_split_ms(s, kb) for kb in ok)
     return min(kb for kb in ok if gemm_split_ms(s, kb) <= 1.02 * fastest)
 
@@ -934,9 +933,14 @@ def _vector_problems(k, s: Shape) -> list[str]:
     return out
 
 
+def _every_block_sums(K: int, k_blocks: int) -> bool:
+    """Whether each of k_blocks blocks gets some of K, in shares of ceil(K / k_blocks)."""
+    return (k_blocks - 1) * -(-K // k_blocks) < K
+
+
 def _k_blocks_that_fit(K: int, below: int) -> int:
-    """The most k_blocks (a power of two, at most `below`) that each get some of K, in shares of ceil(K / k_blocks)."""
-    return max(kb for kb in (1, 2, 4, 8, 16, 32) if kb <= below and (kb - 1) * -(-K // kb) < K)
+    """The most k_blocks (a power of two, at most `below`) that each get some of K (_every_block_sums)."""
+    return max(kb for kb in (1, 2, 4, 8, 16, 32) if kb <= below and _every_block_sums(K, kb))
 
 
 def _largest_divisor(n: int, below: int) -> int:
@@ -1006,7 +1010,7 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
                        "index); use group_m=1 or interleave=false.")
         kb = getattr(k, "k_blocks", 1)
         share = -(-s["K"] // kb) if kb > 1 else 0
-        if kb > 1 and (kb - 1) * share >= s["K"]:
+        if kb > 1 and not _every_block_sums(s["K"], kb):
             out.append(f"k_blocks={kb} leaves blocks with no part of K={s['K']} to sum (each takes {share} values); "
                        f"use k_blocks={_k_blocks_that_fit(s['K'], kb)} or fewer.")
         elif kb > 1 and k.k_split > share:
