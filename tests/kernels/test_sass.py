@@ -235,7 +235,8 @@ def test_the_alignment_check_sees_one_lane_off_its_boundary():
 @pytest.mark.parametrize("mode, loads", [("ANY", 1), ("ALL", 2)])
 def test_voteu_gives_each_warp_one_predicate_over_its_lanes(mode, loads):
     # P0 is set in lanes 40-95: warp 0 has none of them, warp 1 some, warp 2 all. A warp branches past the load
-    # where ANY (ALL) of its lanes has P0; the split-K GEMM where k_blocks does not divide K ends its k loop so
+    # where ANY (ALL) of its lanes has P0, as nvcc ends the k loop of a split-K GEMM whose k_blocks does not
+    # divide K
     m = run(listing("S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x28, PT", f"VOTEU.{mode} UP0, P0",
                     "@UP0 BRA `(T)", "LDS R2, [RZ]", "T:", "EXIT"), block=96)
     assert m.counts["shared_ld"] == loads
