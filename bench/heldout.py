@@ -142,6 +142,17 @@ def _toolchain():
     return mod
 
 
+def _workspace_bound(e: dict) -> int:
+    """Bytes enough for split-K's partial sums (C_rf), for batches drawn before their launches recorded the size
+    of a workspace (0 there): k_blocks x M x N, each of M and N rounded up to its tile, an upper bound of the
+    allocation with or without pad_tiles (checked against the lowered TensorIR of batch 843420274's 36)."""
+    if e["op"] != "gemm":
+        raise SystemExit(f"{e['id']}: a pointer of unknown size, and only GEMM's split-K workspace has a bound here")
+    kn = dict(kv.split("=") for kv in e["knobs"].split(","))
+    (m, tm), (n, tn) = (e["shape"]["M"], int(kn["tile_m"])), (e["shape"]["N"], int(kn["tile_n"]))
+    return 4 * int(kn.get("k_blocks", 1)) * (-(-m // tm) * tm) * (-(-n // tn) * tn)
+
+
 def launch(batch: str, cubins: str) -> None:
     """Each kernel of the batch once, in order, from its cubin (cupy); prints its SASS hash as loaded."""
     import cupy as cp
@@ -155,7 +166,8 @@ def launch(batch: str, cubins: str) -> None:
         for ln in e["launches"]:
             if any(size != 8 for _, size, _ in ln["params"]):
                 raise SystemExit(f"{e['id']}: only pointer parameters are launched here")
-            args = [cp.zeros(max(nbytes, 4) // 4 + 1, dtype=cp.float32) for _, _, nbytes in ln["params"]]
+            args = [cp.zeros(max(nbytes or _workspace_bound(e), 4) // 4 + 1, dtype=cp.float32)
+                    for _, _, nbytes in ln["params"]]
             mod.get_function(ln["name"])(tuple(ln["grid"]), tuple(ln["block"]), tuple(args))
         cp.cuda.Device().synchronize()
     bad = [k for k, h in hashes.items() if h != next(e["sass_hash"] for e in b["kernels"] if e["id"] == k)]

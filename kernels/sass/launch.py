@@ -80,9 +80,29 @@ def launch_dims(func) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]
     return out
 
 
+def workspaces(func) -> dict[str, tuple[int, ...]]:
+    """Global buffers the schedule allocates outside every kernel (split-K's partial sums, C_rf), by the name
+    their pointer parameter takes in the CUDA source (C.rf -> C_rf): the operator's TE graph does not hold them."""
+    from .._tirpy import children, scope_of, thread_extent
+    out = {}
+
+    def walk(s):
+        if thread_extent(s):
+            return
+        if type(s).__name__ == "AllocBuffer" and scope_of(s.buffer) == "global":
+            if s.buffer.dtype != "float32":
+                raise ValueError(f"{s.buffer.name}: a {s.buffer.dtype} workspace, only float32 is placed here")
+            out[s.buffer.name.replace(".", "_")] = tuple(int(d) for d in s.buffer.shape)
+        for c in children(s):
+            walk(c)
+    walk(func.body)
+    return out
+
+
 def launches(cuda: str, func, tensors: dict[str, tuple[int, ...]]) -> list[Launch]:
     """Every kernel's launch, with each pointer parameter placed at its own aligned device address."""
     sigs, grids = signatures(cuda), launch_dims(func)
+    tensors = {**workspaces(func), **tensors}
     if len(sigs) != len(grids):
         raise ValueError(f"the CUDA source defines {len(sigs)} kernels, the lowered TensorIR launches {len(grids)}")
     bases: dict[str, int] = {}

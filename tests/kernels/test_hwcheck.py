@@ -84,3 +84,21 @@ def test_drawing_a_batch_again_rebuilds_its_cubins_and_leaves_the_batch(tmp_path
     heldout.draw(1, 7, 1)
     assert f"1 of 4 differ from the batch ({first['kernels'][0]['id']})" in capsys.readouterr().out
     assert json.loads(path.read_text()) == first
+
+
+def test_split_k_workspace_is_placed_with_its_size_and_the_launch_bound_covers_it():
+    """C_rf (split-K's partial sums) is allocated by the schedule, not the TE graph: the emulator's launches give
+    its pointer the buffer's bytes (a batch drawn before recorded 0, and the GPU launch wrote out of bounds), and
+    bench.heldout's bound for such batches is at least the allocation, with pad_tiles and without."""
+    from bench.heldout import _workspace_bound
+    from kernels import traffic
+    from kernels.knobs import resolve
+    from kernels.sass.launch import workspaces
+    for shape, pad in (({"M": 75, "N": 43, "K": 301}, "true"), ({"M": 75, "N": 43, "K": 301}, "false"),
+                       ({"M": 64, "N": 64, "K": 256}, "false")):
+        knobs = f"tile_m=16,tile_n=32,patch_m=2,patch_n=2,k_split=8,vector=1,pad_tiles={pad},k_blocks=4"
+        ws = workspaces(traffic.lowered("gemm", shape, resolve("gemm", "cuda", shape, None, knobs), "cuda"))
+        (name, dims), = ws.items()
+        assert name.endswith("_rf") and dims[0] >= 4 * shape["M"] * shape["N"]
+        entry = {"id": "gemm-x", "op": "gemm", "shape": shape, "knobs": knobs}
+        assert 4 * dims[0] <= _workspace_bound(entry) <= 4 * 4 * 80 * 64
