@@ -1,7 +1,8 @@
 """Held-out validation of the machine's view: kernels nobody has measured, predictions written first.
 
     python -m bench.heldout draw [--per-op 52] [--seed S]        here: draw, compile, predict, write the batch
-    python3 -m bench.heldout launch BATCH.json CUBINS/           on the GPU, under ncu: each kernel once
+    python3 -m bench.heldout launch BATCH.json CUBINS/           on the GPU, under ncu: each kernel once (carry
+        .heldout/SEED.tar.xz, which draw packs, and untar it there first)
     python -m bench.heldout judge BATCH.json NCU.csv --device D --command C    here: record and judge, once
     python -m bench.heldout report                                every judged batch, one line each
     python -m bench.heldout regress                               the emulator's counts of data/ncu_h200.csv
@@ -116,6 +117,7 @@ def draw(per_op: int, seed: int, workers: int) -> Path:
             print(f"{e['id']:16s} {json.dumps(e['shape']):56s} {done} ({e.get('predict_s', 0)} s)", flush=True)
             if "skip" not in e:
                 kernels.append(e)
+    _pack(out_dir)
     if again:               # the cubins are rebuilt for launch, the predictions stay as committed
         b = json.load(open(path))
         old = {e["id"]: e.get("sass_hash") for e in b["kernels"]}
@@ -132,6 +134,16 @@ def draw(per_op: int, seed: int, workers: int) -> Path:
                "kernels": kernels, "measured": None}, open(path, "w"), indent=1)
     print(f"seed {seed}: {len(kernels)} kernels -> {path}; cubins in {out_dir}")
     return path
+
+
+def _pack(out_dir: Path) -> Path:
+    """The cubins as one .heldout/SEED.tar.xz (about a seventh of their size), small enough to travel in the same
+    device call as the TVM bundle; there, `tar -xJf .heldout/SEED.tar.xz` in the repository's root puts them back
+    in .heldout/SEED."""
+    tarball = out_dir.with_name(out_dir.name + ".tar.xz")
+    subprocess.run(["tar", "-cJf", str(tarball), "-C", str(out_dir.parent.parent),
+                    f"{out_dir.parent.name}/{out_dir.name}"], check=True)
+    return tarball
 
 
 def _toolchain():

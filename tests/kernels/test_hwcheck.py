@@ -73,6 +73,9 @@ def test_drawing_a_batch_again_rebuilds_its_cubins_and_leaves_the_batch(tmp_path
     first = json.loads(path.read_text())
     assert len(first["kernels"]) == 4 and all((tmp_path / "cubins" / "7" / f"{e['id']}.cubin").exists()
                                               for e in first["kernels"])
+    import tarfile
+    with tarfile.open(tmp_path / "cubins" / "7.tar.xz") as tar:     # packed to travel with the TVM bundle
+        assert sorted(tar.getnames())[1:] == sorted(f"cubins/7/{e['id']}.cubin" for e in first["kernels"])
     for cubin in (tmp_path / "cubins" / "7").iterdir():
         cubin.unlink()
     heldout.draw(1, 7, 1)                                   # compiled again, not emulated
