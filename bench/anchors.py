@@ -15,6 +15,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -121,7 +122,8 @@ def metaschedule(op: str, shape: dict, target: str, trials: int, seed: int) -> d
         with tempfile.TemporaryDirectory() as wd, _stdout_to_stderr():
             try:
                 db = ms.tune_tir(mod=mod, target=tgt, work_dir=wd, max_trials_global=trials,
-                                 num_trials_per_iter=min(trials, 16), cost_model=cm, seed=seed)
+                                 num_trials_per_iter=min(trials, 16), cost_model=cm, seed=seed,
+                                 builder=ms_builder(target))
                 sch = ms.tir_integration.compile_tir(db, mod, tgt)
             except Exception as e:      # noqa: BLE001 - this cost model failed: the next one, and say so
                 errors[cm] = f"{type(e).__name__}: {str(e).strip()[-200:]}"
@@ -136,14 +138,33 @@ def metaschedule(op: str, shape: dict, target: str, trials: int, seed: int) -> d
             "search_s": round(time.perf_counter() - t0, 1)}
 
 
+def ms_builder(target: str):
+    """MetaSchedule's builder, whose worker processes compile CUDA the way every kernel here is compiled (the
+    pinned NVRTC, kernels.sass.toolchain): without it a worker falls back to TVM's own callback, which needs
+    NVRTC through cuda-python or an nvcc, and on the GPU machines every candidate failed to build."""
+    from tvm.s_tir import meta_schedule as ms
+    if target != "cuda":
+        return "local"
+    from kernels.sass.toolchain import install_tvm_callback
+    return ms.builder.LocalBuilder(initializer=install_tvm_callback)
+
+
 def _log_tail(work_dir: str) -> str:
-    """The lines of MetaSchedule's task logs that say what went wrong (or their last lines)."""
+    """What MetaSchedule's task logs say went wrong: the first failed trial's message in full (it follows its
+    "Error in ..." line), then the last lines naming errors (or the last lines)."""
     import glob
     lines = []
     for f in sorted(glob.glob(os.path.join(work_dir, "logs", "*.log"))):
         lines += open(f, errors="replace").read().splitlines()
+    first = next((i for i, ln in enumerate(lines) if re.search(r"Error in (building|running)", ln)), None)
+    message = []
+    if first is not None:
+        for ln in lines[first + 1:]:
+            if re.match(r"\d{4}-\d\d-\d\d ", ln):        # the next log record
+                break
+            message.append(ln.strip())
     bad = [ln for ln in lines if "rror" in ln or "fail" in ln.lower()]
-    return " | ".join((bad or lines)[-6:])[-800:]
+    return (" ".join(message)[-900:] + " || " if message else "") + " | ".join((bad or lines)[-4:])[-500:]
 
 
 @contextlib.contextmanager

@@ -40,3 +40,39 @@ def test_metaschedule_runs_with_the_same_trial_budget_and_is_timed_like_ours():
     ms = row["metaschedule"]
     assert "error" not in ms, ms
     assert ms["ok"] and ms["rel_err"] < 1e-4 and ms["median_ms"] > 0 and ms["cost_model"] in anchors.MS_COST_MODELS
+
+
+def test_metaschedule_failures_are_reported_with_the_first_message_in_full(tmp_path):
+    """The GPU runs recorded only "Error in building:" lines: the message that follows them is what says why."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "task.log").write_text(
+        "2026-12-05 15:29:05 [INFO] [task_scheduler.cc:134] [Task #0: main] Trial #1: Error in building:\n"
+        "Traceback (most recent call last):\n  File \"nvcc.py\", line 9\nRuntimeError: cuda-python is not installed\n"
+        "2026-12-05 15:29:05 [INFO] [task_scheduler.cc:134] [Task #0: main] Trial #2: Error in building:\n"
+        "RuntimeError: cuda-python is not installed\n"
+        "2026-12-05 15:29:52 [INFO] [task_scheduler.cc:216] Build errors: 16 sample(s)\n")
+    tail = anchors._log_tail(str(tmp_path))
+    assert tail.startswith("Traceback (most recent call last): File \"nvcc.py\", line 9 RuntimeError: cuda-python")
+    assert tail.endswith("Build errors: 16 sample(s)")
+
+
+def test_metaschedule_builds_cuda_candidates_with_the_pinned_compiler():
+    """Its builder's worker processes run kernels' NVRTC callback (importable from the repository's root), so a
+    candidate is compiled as every kernel here is; a CPU target keeps MetaSchedule's own builder."""
+    from kernels.sass.toolchain import install_tvm_callback
+    assert anchors.ms_builder("cpu") == "local"
+    b = anchors.ms_builder("cuda")
+    assert type(b).__name__ == "LocalBuilder" and b.initializer is install_tvm_callback
+
+
+@pytest.mark.slow
+def test_metaschedule_cuda_builder_builds_a_candidate_of_its_own_space():
+    """(Here no GPU: TVM keeps the CUDA source; on the GPU machine the worker's callback compiles it.)"""
+    from tvm.s_tir import meta_schedule as ms
+    from kernels.schedules import unscheduled
+    mod, tgt = unscheduled("gemm", {"M": 64, "N": 64, "K": 64}).mod, anchors.ms_target("cuda")
+    ctx = ms.TuneContext(mod=mod, target=tgt, space_generator="post-order-apply", search_strategy="replay-trace",
+                         task_name="gemm", rand_state=1)
+    b = anchors.ms_builder("cuda")
+    got = b.build([ms.builder.BuilderInput(ctx.generate_design_space()[0].mod, tgt)])
+    assert got[0].error_msg is None and got[0].artifact_path.endswith(".tar")
