@@ -174,6 +174,7 @@ def launch(batch: str, cubins: str) -> None:
     for e in b["kernels"]:
         blob = Path(cubins, f"{e['id']}.cubin").read_bytes()
         hashes[e["id"]] = tc.sass_hash(blob)
+        print(f"launching {e['id']}", file=sys.stderr, flush=True)     # a fault ends the process: its kernel
         mod = cp.RawModule(code=None, path=str(Path(cubins, f"{e['id']}.cubin")))
         for ln in e["launches"]:
             if any(size != 8 for _, size, _ in ln["params"]):
