@@ -166,25 +166,53 @@ def _workspace_bound(e: dict) -> int:
 
 
 def launch(batch: str, cubins: str) -> None:
-    """Each kernel of the batch once, in order, from its cubin (cupy); prints its SASS hash as loaded."""
+    """Each kernel of the batch once, in order, from its cubin (cupy); prints its SASS hash as loaded. A kernel the
+    driver cannot launch (a local frame over the per-thread limit, read from its cubin before launching; or a
+    launch refused as an invalid value or out of resources, which leaves the context usable) is skipped and named:
+    the last line of stdout, which ncu's output then holds with its CSV, lists them for `judge`."""
     import cupy as cp
     tc = _toolchain()
     b = json.load(open(batch))
-    hashes = {}
+    hashes, skipped = {}, {}
     for e in b["kernels"]:
         blob = Path(cubins, f"{e['id']}.cubin").read_bytes()
         hashes[e["id"]] = tc.sass_hash(blob)
+        if tc.local_bytes(blob) > tc.LOCAL_LIMIT:
+            skipped[e["id"]] = f"{tc.local_bytes(blob)} bytes of local memory per thread, over {tc.LOCAL_LIMIT}"
+            print(f"skipping {e['id']}: {skipped[e['id']]}", file=sys.stderr, flush=True)
+            continue
         print(f"launching {e['id']}", file=sys.stderr, flush=True)     # a fault ends the process: its kernel
         mod = cp.RawModule(code=None, path=str(Path(cubins, f"{e['id']}.cubin")))
         for ln in e["launches"]:
             if any(size != 8 for _, size, _ in ln["params"]):
                 raise SystemExit(f"{e['id']}: only pointer parameters are launched here")
-            args = [cp.zeros(max(nbytes or _workspace_bound(e), 4) // 4 + 1, dtype=cp.float32)
-                    for _, _, nbytes in ln["params"]]
-            mod.get_function(ln["name"])(tuple(ln["grid"]), tuple(ln["block"]), tuple(args))
-        cp.cuda.Device().synchronize()
+        try:
+            for ln in e["launches"]:
+                args = [cp.zeros(max(nbytes or _workspace_bound(e), 4) // 4 + 1, dtype=cp.float32)
+                        for _, _, nbytes in ln["params"]]
+                mod.get_function(ln["name"])(tuple(ln["grid"]), tuple(ln["block"]), tuple(args))
+            cp.cuda.Device().synchronize()
+        except cp.cuda.driver.CUDADriverError as err:
+            if not any(r in str(err) for r in REFUSALS):
+                raise
+            if len(e["launches"]) > 1:      # a launch of this kernel may have been profiled: judge could not pair
+                raise SystemExit(f"{e['id']}: the driver refused one of its {len(e['launches'])} launches ({err})")
+            skipped[e["id"]] = str(err)
+            print(f"skipped {e['id']}: the driver refused the launch ({err})", file=sys.stderr, flush=True)
     bad = [k for k, h in hashes.items() if h != next(e["sass_hash"] for e in b["kernels"] if e["id"] == k)]
-    print(json.dumps({"launched": len(hashes), "hash_mismatches": bad}))
+    print(json.dumps({"launched": len(hashes) - len(skipped), "skipped": skipped, "hash_mismatches": bad}))
+
+
+REFUSALS = ("CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_OUT_OF_RESOURCES")     # refused before running: context usable
+
+
+def launch_report(ncu_text: str) -> dict:
+    """`launch`'s last stdout line, from ncu's output (ncu writes the application's stdout there too, before its
+    CSV); {} where the launch did not finish."""
+    for line in reversed(ncu_text.splitlines()):
+        if line.startswith('{"launched"'):
+            return json.loads(line)
+    return {}
 
 
 def judge(batch: str, ncu_csv: str, device: str, command: str, date: str | None = None) -> None:
@@ -195,9 +223,17 @@ def judge(batch: str, ncu_csv: str, device: str, command: str, date: str | None 
     if b.get("measured"):
         raise SystemExit(f"{path.name} was judged on {b['measured']['date']}; a batch is judged once. "
                          "Draw a new one: python -m bench.heldout draw")
-    launches = parse(open(ncu_csv).read())
+    text = open(ncu_csv).read()
+    report = launch_report(text)
+    if not report:
+        raise SystemExit(f"{ncu_csv} does not end with the launch's report: the launch did not finish")
+    skipped = report.get("skipped", {})
+    launches = parse(text)
     i = 0
     for e in b["kernels"]:
+        if e["id"] in skipped:          # never ran: no counter to judge, neither a hit nor a miss
+            e["not_launched"] = skipped[e["id"]]
+            continue
         got = launches[i:i + len(e["launches"])]
         i += len(e["launches"])
         e["measured"] = {k: int(sum(g.get(NCU[k], 0) for g in got)) for k in NCU if any(NCU[k] in g for g in got)}
@@ -213,13 +249,15 @@ def judge(batch: str, ncu_csv: str, device: str, command: str, date: str | None 
 
 
 def summary(b: dict) -> dict:
-    ks = b["kernels"]
+    """Counts over the kernels that ran; those the driver could not launch are counted apart."""
+    ks = [e for e in b["kernels"] if "not_launched" not in e]
     per_op = {op: [e for e in ks if e["op"] == op] for op in OPS}
     return {"kernels": len(ks), "agree": sum(e["agrees"] for e in ks),
             "ragged": sum(e["remainder"] for e in ks),
             "per_op": {op: [sum(e["agrees"] for e in v), len(v)] for op, v in per_op.items()},
             "emulator_errors": sum("error" in e for e in ks),
-            "spilling": sum(e.get("measured", {}).get("local_st", 0) > 0 for e in ks)}
+            "spilling": sum(e.get("measured", {}).get("local_st", 0) > 0 for e in ks),
+            "not_launched": sorted(e["id"] for e in b["kernels"] if "not_launched" in e)}
 
 
 def report() -> None:
@@ -228,7 +266,8 @@ def report() -> None:
         s = b["summary"]
         print(f"seed {b['seed']}: {s['agree']}/{s['kernels']} agree ({s['ragged']} at shapes no tile divides), "
               f"{b['measured']['device']}, {b['measured']['date']}; per operator "
-              + ", ".join(f"{op} {a}/{n}" for op, (a, n) in s["per_op"].items()))
+              + ", ".join(f"{op} {a}/{n}" for op, (a, n) in s["per_op"].items())
+              + (f"; not launchable, not counted: {', '.join(s['not_launched'])}" if s.get("not_launched") else ""))
 
 
 def hashcheck(batch: str, first: int) -> None:

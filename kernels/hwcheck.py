@@ -95,10 +95,11 @@ def batches(folder: Path = HELDOUT) -> list[dict]:
 
 def heldout(folder: Path = HELDOUT) -> pd.DataFrame:
     """One row per held-out kernel of every judged batch: its batch, operator, whether tiles divide its shape,
-    and whether every counter agrees (an emulator that could not read the kernel counts as a miss)."""
+    and whether every counter agrees (an emulator that could not read the kernel counts as a miss). A kernel the
+    driver could not launch has no counters: neither a hit nor a miss, it is not a row."""
     rows = []
     for b in batches(folder):
-        for e in b["kernels"]:
+        for e in (e for e in b["kernels"] if "not_launched" not in e):
             rows.append({"seed": b["seed"], "drawn": b["drawn"], "measured_on": b["measured"]["date"],
                          "device": b["measured"]["device"], "id": e["id"], "op": e["op"],
                          "shape": json.dumps(e["shape"]), "knobs": e["knobs"], "preset": e.get("preset", ""),

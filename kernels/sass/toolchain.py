@@ -112,10 +112,10 @@ def compile_cubin(code: str) -> bytes:
     key = hashlib.sha256("\0".join((NVRTC_VERSION, *FLAGS, prepared_source(code))).encode()).hexdigest()
     path = cache_dir() / f"{key}.cubin"
     try:
-        return path.read_bytes()
+        return check_local(path.read_bytes())
     except OSError:
         pass
-    cubin = _compile(code)
+    cubin = check_local(_compile(code))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -163,8 +163,8 @@ def _compile(code: str) -> bytes:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
-def text_sections(cubin: bytes) -> dict[str, bytes]:
-    """The machine code of each kernel: the ELF sections named .text.<kernel>."""
+def _sections(cubin: bytes) -> dict[str, bytes]:
+    """The ELF sections of a cubin by name."""
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2:
         raise ToolchainError("The module's binary is not a 64-bit ELF cubin (PTX would be compiled by the "
                              "driver, not by the pinned compiler).")
@@ -176,7 +176,44 @@ def text_sections(cubin: bytes) -> dict[str, bytes]:
     def name(h):
         end = cubin.index(b"\0", names_off + h[0])
         return cubin[names_off + h[0]:end].decode()
-    return {name(h)[len(".text."):]: cubin[h[4]:h[4] + h[5]] for h in heads if name(h).startswith(".text.")}
+    return {name(h): cubin[h[4]:h[4] + h[5]] for h in heads}
+
+
+def text_sections(cubin: bytes) -> dict[str, bytes]:
+    """The machine code of each kernel: the ELF sections named .text.<kernel>."""
+    return {k[len(".text."):]: v for k, v in _sections(cubin).items() if k.startswith(".text.")}
+
+
+LOCAL_LIMIT = 512 * 1024        # bytes of local memory a thread may have (sm_90); the driver refuses a launch above
+_EIATTR_FRAME_SIZE = 0x11
+
+
+def local_bytes(cubin: bytes) -> int:
+    """The largest per-thread local frame (stack) of the cubin's kernels, from .nv.info's EIATTR_FRAME_SIZE
+    records (format 4: a 2-byte size, then the kernel's symbol index and the frame's bytes)."""
+    info, i, frames = _sections(cubin).get(".nv.info", b""), 0, [0]
+    while i + 4 <= len(info):
+        fmt, attr = info[i], info[i + 1]
+        if fmt != 4:                    # no value, a byte or a half-word: four bytes in all
+            i += 4
+            continue
+        size, = struct.unpack_from("<H", info, i + 2)
+        if attr == _EIATTR_FRAME_SIZE and size == 8:
+            frames.append(struct.unpack_from("<II", info, i + 4)[1])
+        i += 4 + size
+    return max(frames)
+
+
+def check_local(cubin: bytes) -> bytes:
+    """The cubin, or a one-sentence refusal where a thread's local frame is over what the driver can launch."""
+    need = local_bytes(cubin)
+    if need > LOCAL_LIMIT:
+        raise ToolchainError(
+            f"The kernel needs {need / 1024:.0f} KB of local memory per thread, over the {LOCAL_LIMIT // 1024} KB the "
+            "GPU allows, so it cannot be launched. TVM sized a per-thread ('local') stage larger than the knobs' "
+            "patch: where a tile does not divide its axis, the stage can span the whole input; use a tile that "
+            "divides the axis, or leave that input in 'global'.")
+    return cubin
 
 
 def sass_hash(cubin: bytes) -> str:

@@ -31,12 +31,16 @@ def test_agreement_is_exact_but_for_shared_memory_within_one_percent():
     assert not hwcheck.agrees(sectors, None, 1000)
 
 
+SM_90 = ("NVIDIA H200", "NVIDIA H100 80GB HBM3")    # one architecture: the same SASS, the same counts
+
+
 def test_every_judged_batch_was_predicted_before_it_was_measured():
     for b in hwcheck.batches():
-        assert b["drawn"] < b["measured"]["date"] and b["measured"]["device"] == "NVIDIA H200"
+        assert b["drawn"] < b["measured"]["date"] and b["measured"]["device"] in SM_90
         assert isinstance(b["seed"], int) and b["command"].startswith("python -m bench.heldout draw")
         for e in b["kernels"]:
-            assert ("predicted" in e) != ("error" in e) and "measured" in e and "sass_hash" in e
+            assert ("predicted" in e) != ("error" in e) and ("measured" in e) != ("not_launched" in e)
+            assert "sass_hash" in e
 
 
 def test_the_readme_reports_the_held_out_figure():
@@ -61,6 +65,75 @@ def test_a_batch_is_judged_once(tmp_path):
         assert "judged once" in str(e)
     else:
         raise AssertionError("a judged batch was judged again")
+
+
+def _ncu_csv(counts: list[dict], report: dict) -> str:
+    """An `ncu --csv --print-units base` log of launches with these counters, the launch's report before it."""
+    head = '"ID","Process ID","Kernel Name","Metric Name","Metric Unit","Metric Value"'
+    rows = [f'"{i}","1","main_kernel","{m}","inst","{v:,}"' for i, c in enumerate(counts) for m, v in c.items()]
+    return "\n".join(["==PROF== Connected to process 1", json.dumps(report), head, *rows]) + "\n"
+
+
+def test_a_kernel_the_driver_cannot_launch_is_judged_neither_hit_nor_miss(tmp_path):
+    """launch skips a kernel whose cubin the driver refuses (its report names it); judge pairs ncu's launches with
+    the kernels that ran, and counts the skipped one apart, in no figure of agreement."""
+    from bench import heldout
+    pred = {k: 100 for k in heldout.NCU}
+    ks = [{"id": f"gemm-{i}", "op": "gemm", "shape": {"M": 8, "N": 8, "K": 8}, "knobs": "tile_m=8",
+           "remainder": False, "predicted": dict(pred), "sass_hash": "x", "launches": [{"name": "main_kernel"}]}
+          for i in range(3)]
+    b = tmp_path / "batch-5.json"
+    b.write_text(json.dumps({"seed": 5, "drawn": "2026-12-05T00:00:00+00:00", "kernels": ks, "measured": None}))
+    wrong = {**{m: 100 for m in heldout.NCU.values()}, heldout.NCU["global_ld"]: 900}
+    csv = tmp_path / "ncu.csv"
+    csv.write_text(_ncu_csv([{m: 100 for m in heldout.NCU.values()}, wrong],
+                            {"launched": 2, "skipped": {"gemm-1": "over the limit"}, "hash_mismatches": []}))
+    heldout.judge(str(b), str(csv), "NVIDIA H100 80GB HBM3", "cmd", "2026-12-06T00:00:00+00:00")
+    out = json.loads(b.read_text())
+    assert [e.get("agrees") for e in out["kernels"]] == [True, None, False]
+    assert out["kernels"][1]["not_launched"] == "over the limit" and "measured" not in out["kernels"][1]
+    assert out["kernels"][2]["measured"]["global_ld"] == 900
+    assert out["summary"]["kernels"] == 2 and out["summary"]["agree"] == 1
+    assert out["summary"]["not_launched"] == ["gemm-1"]
+    h = hwcheck.heldout(tmp_path)
+    assert list(h["id"]) == ["gemm-0", "gemm-2"] and list(h["agrees"]) == [True, False]
+
+
+def test_judge_refuses_a_log_whose_launch_did_not_finish(tmp_path):
+    from bench import heldout
+    b = tmp_path / "batch-6.json"
+    b.write_text(json.dumps({"seed": 6, "kernels": [], "measured": None}))
+    csv = tmp_path / "ncu.csv"
+    csv.write_text("==PROF== Connected to process 1\n")
+    try:
+        heldout.judge(str(b), str(csv), "NVIDIA H100 80GB HBM3", "cmd")
+    except SystemExit as e:
+        assert "did not finish" in str(e)
+    else:
+        raise AssertionError("a log without the launch's report was judged")
+    assert json.loads(b.read_text())["measured"] is None
+
+
+def test_a_kernel_whose_local_frame_the_driver_cannot_launch_is_refused_in_one_sentence():
+    """Batch 843420274's conv1d-7: TVM sized the cached A (local) to the whole signal, a 514 KB frame per thread,
+    over sm_90's 512 KB; the GPU refused its launch. The compile step now says so before anything runs."""
+    from kernels import sass
+    from kernels.knobs import resolve
+    from kernels.sass.toolchain import LOCAL_LIMIT, ToolchainError, local_bytes
+    s = {"M": 131072, "N": 256}
+    text = ("tile=64,patch=32,k_split=128,cache_a=local,cache_w=shared,cache_c=local,vector=1,unroll=256,"
+            "k_threads=1,min_blocks=0")
+    k = resolve("conv1d", "cuda", s, None, text)
+    try:
+        sass.compiled("conv1d", s, k)
+    except ToolchainError as e:
+        msg = str(e)
+    else:
+        raise AssertionError("a kernel the driver cannot launch was compiled without a word")
+    assert msg.startswith("The kernel needs 514 KB of local memory per thread, over the 512 KB") and "\n" not in msg
+    assert "leave that input in 'global'" in msg
+    s = {"M": 4096, "N": 256}                           # the same knobs where the tile divides: a small frame
+    assert 0 <= local_bytes(sass.compiled("conv1d", s, resolve("conv1d", "cuda", s, None, text)).cubin) < LOCAL_LIMIT
 
 
 def test_drawing_a_batch_again_rebuilds_its_cubins_and_leaves_the_batch(tmp_path, monkeypatch, capsys):
