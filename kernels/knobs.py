@@ -7,6 +7,7 @@ command line takes as `--knobs k=v,..`). `plan()` turns knobs into the generic p
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
@@ -643,12 +644,15 @@ GEMM_SPLIT_MS_PER_K = 0.223 / 8192 / 1.12
 GEMM_SPLIT_ALONE = 1.12
 GEMM_SPLIT_LAUNCH_MS = 0.002
 GEMM_SPLIT_BYTES_PER_MS = 3.0e9
-# At least 4 k tiles of 32 per block. The first floor, 8 tiles (fitted on 512x512x8192 alone), kept best 15-17%
-# from the fastest k_blocks at 2 of the 6 shapes of data/h100_gemm_few_tiles.json (128x1089x1280: 8 blocks of
-# 160 were fastest; 1408x192x320: 4 of 80); with 4 tiles the pick there is the fastest and 3.1% behind it, at
-# 128x82x4928 32 blocks (16 was the most measured, and the fastest), and at 238x1408x2304 every split was
-# slower, because split-K put pad_tiles' zero test into every multiply-add (since fixed).
-GEMM_SPLIT_MIN_K = 128
+# At least one k tile of 32 per block. The first floor, 8 tiles (fitted on 512x512x8192 alone), kept best 15-17%
+# from the fastest k_blocks at 2 of the 6 shapes of data/h100_gemm_few_tiles.json; the second, 4 tiles, kept it
+# from the most blocks where few output tiles and a K of a few thousand want them all (H100, judged on the held-out
+# suite and data/h100_gemm_ragged_splitk.json, 2026-12-06): 64x64x875 got 4 blocks and 0.64x cuBLAS where 16 ran
+# at 1.06x, 192x192x1000 4 and 0.75x where 8 ran at 1.07x, 100x300x3001 16 and 1.07x where 32 ran at 1.22x
+# (and 1.07x, 1.13x, 1.22x again in data/h100_gemm_splitk_spills.json). With one tile the model picks the
+# fastest or within 2% of it at 9 of the 10 shapes of data/h100_gemm_ragged_splitk.json (79x3659x5888: 16
+# blocks, 0.99 of the fastest).
+GEMM_SPLIT_MIN_K = 32
 
 
 def gemm_split_ms(s: Shape, k_blocks: int, tile: int = 64) -> float:
@@ -671,6 +675,30 @@ def gemm_k_blocks(s: Shape) -> int:
     return min(kb for kb in ok if gemm_split_ms(s, kb) <= 1.02 * fastest)
 
 
+@functools.lru_cache(maxsize=512)
+def _spills(op: str, shape: tuple, k) -> bool | None:
+    """Whether the pinned compiler's cubin for these knobs keeps anything in local memory (kernels.sass reads the
+    frame size off the cubin); None where it cannot tell (no NVIDIA wheels, or the compiler refused the kernel)."""
+    from .sass import compiled
+    from .sass.toolchain import ToolchainError, local_bytes
+    try:
+        return local_bytes(compiled(op, dict(shape), k).cubin) > 0
+    except (ToolchainError, KnobError, ValueError, RuntimeError):
+        return None
+
+
+def gemm_split_unspilled(k, s: Shape):
+    """best's split-K GEMM with 3 shared stages where its cubin spills with 2. With k_blocks=32 and the whole k loop
+    unrolled, ptxas spills at some long ragged K and not at its neighbours (64x166x7396: a 1312-byte frame, 618
+    STL; K=7390 or 8180: none), so the machine's view asks the compiler (about 2 s, then cached on disk). On an
+    H100 (data/h100_gemm_splitk_spills.json) the spilling picks ran at 0.12x-0.28x cuBLAS at four shapes, with
+    3 stages at 0.75x-0.94x (unroll 256: 0.50x-0.73x; half the k_blocks: 0.24x-0.54x); where nothing spilled, 3
+    stages cost 1% to 8%, so they are taken only where the cubin spills."""
+    if _spills("gemm", tuple(s.items()), k) and not _spills("gemm", tuple(s.items()), replace(k, stages=3)):
+        return replace(k, stages=3)
+    return k
+
+
 def dwsep_fused_loses(s: Shape) -> bool:
     """Whether best's fused depthwise-separable kernel (D computed per block into shared memory, 64 output
     channels a block) loses to computing D once in its own kernel and the pointwise as a GEMM (d_kernel).
@@ -686,20 +714,23 @@ def dwsep_fused_loses(s: Shape) -> bool:
 
 
 def dwsep_small_map_many_channels(s: Shape) -> bool:
-    """Whether best's d_kernel schedule takes whole images a block (DWSEP_SMALL_MAPS) instead of 2x32 pixels:
-    maps of at most 14x14 with at least 256 input channels. Fitted, not yet judged: in
-    data/h100_dwsep_dkernel.json four images of 7x7 a block (sm32) beat the 2x32-pixel blocks (g32) at both
-    small maps with many channels (32x512x7x7, F=144: 0.48x cuDNN against 0.36x; 32x384x14x14, F=512: 0.78x
-    against 0.61x) and lost at all three with 64 or fewer (4x32x14x14: 0.49x against 0.84x; 16x64x7x7: 0.55x
-    against 0.57x; 32x16x14x14: 0.73x against 0.96x). No shape between 64 and 384 channels was measured; the
-    line is drawn at 256. The judged batches' lowest rows were such maps (4x512x7x7, F=64: 0.46x;
-    1x512x14x14, F=64: 0.65x); bench/plans/h100_dwsep_small_maps.toml measures more tilings there."""
-    return s["H"] * s["W"] <= 14 * 14 and s["C"] >= 256
+    """Whether best's d_kernel schedule takes one image's 8x8 pixels a block (DWSEP_SMALL_MAPS) instead of 2x32
+    pixels: maps of at most 14x14 with 256 input channels or more, or with B x F of 4096 or more (many images
+    and output channels: blocks enough for the small tile). Fitted on the eleven small-map shapes measured on an
+    H100 with both tilings or their kin, not yet judged on held-out ones. In data/h100_dwsep_small_maps.json the
+    image tile with c tiles of 8 (imgc8) beat best's tiling of then at the five shapes the rule now gives it
+    (4x512x7x7, F=64: 0.40x cuDNN against 0.27x; 32x512x7x7, F=144: 0.72x against 0.48x; 16x64x7x7, F=512:
+    0.75x against 0.57x; 32x24x14x14, F=384: 0.70x against 0.65x; 1x512x14x14, F=64: level, 0.43x) and lost at
+    the three it leaves to 2x32 pixels (2x144x14x14, F=96: 0.62x against 0.81x; 4x128x7x7, F=64: 0.64x against
+    0.71x; 2x64x7x7, F=384: 0.85x against 0.91x). In data/h100_dwsep_dkernel.json the 2x32-pixel tile won at
+    the two small maps with few channels and B x F under 4096 (4x32x14x14, F=48: 0.84x; 32x16x14x14, F=48:
+    0.96x), and four images a block (the rule's tile before, sm32) beat it at both with many channels."""
+    return s["H"] * s["W"] <= 14 * 14 and (s["C"] >= 256 or s["B"] * s["F"] >= 4096)
 
 
-# sm32 of data/h100_dwsep_dkernel.json, over best's d_kernel knobs: 4 images of 8x8 (7x7) pixels a block, a thread
-# a row of 8 (7) pixels and 4 output channels, c tiles of 8
-DWSEP_SMALL_MAPS = dict(tile_b=4, tile_f=32, patch_f=4, tile_h=8, tile_w=8, patch_b=1, patch_h=1, patch_w=8, c_split=8)
+# imgc8 of data/h100_dwsep_small_maps.json, over best's d_kernel knobs: one image's 8x8 (7x7) pixels a block, a
+# thread a row of 8 (7) pixels and 4 of 32 output channels, c tiles of 8
+DWSEP_SMALL_MAPS = dict(tile_b=1, tile_f=32, patch_f=4, tile_h=8, tile_w=8, patch_b=1, patch_h=1, patch_w=8, c_split=8)
 
 
 # (below: fewer outputs than this, or a rule on the shape; the knobs that win there)
@@ -740,7 +771,8 @@ BEST_FEW_OUTPUTS: dict[tuple[str, str], tuple[int | Callable[[Shape], bool], dic
     # 16 of D and P staged in shared memory and read through registers. The variant g32 of
     # data/h100_dwsep_dkernel.json: the fastest of eight at 5 of 9 shapes and within 5% of it at one more; it
     # lost to 2 or 4 images of 7x7 pixels a block (sm64/sm32) at 7x7 and 14x14 maps with 384 and 512 channels
-    # (0.36x and 0.61x cuDNN against 0.48x and 0.78x): there best takes those (dwsep_small_map_many_channels).
+    # (0.36x and 0.61x cuDNN against 0.48x and 0.78x); on small maps best now takes one image a block
+    # (dwsep_small_map_many_channels, data/h100_dwsep_small_maps.json).
     ("dwsep_conv2d", "cuda"): (dwsep_fused_loses, dict(
         d_kernel=True, tile_b=1, tile_f=32, patch_f=4, tile_h=2, tile_w=32, patch_b=1, patch_h=1, patch_w=4,
         c_split=16, cache_d="shared+local", cache_p="shared+local", cache_c="local", vector=4, unroll=512)),
@@ -889,6 +921,8 @@ def preset(op: str, target: str, name: str, s: Shape):
         k = cls(**BEST_FEW_OUTPUTS[(op, target)][1])
         if (op, target) == ("gemm", "cuda"):
             k = replace(k, k_blocks=gemm_k_blocks(s))
+            if k.k_blocks > 1:
+                k = gemm_split_unspilled(fit(k, s), s)
         if (op, target) == ("dwsep_conv2d", "cuda") and dwsep_small_map_many_channels(s):
             k = replace(k, **DWSEP_SMALL_MAPS)
         return fit(k, s)
