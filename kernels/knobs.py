@@ -679,10 +679,10 @@ def gemm_k_blocks(s: Shape) -> int:
 def _spills(op: str, shape: tuple, k) -> bool | None:
     """Whether the pinned compiler's cubin for these knobs keeps anything in local memory (kernels.sass reads the
     frame size off the cubin); None where it cannot tell (no NVIDIA wheels, or the compiler refused the kernel)."""
-    from .sass import compiled
-    from .sass.toolchain import ToolchainError, local_bytes
+    from . import build
+    from .sass.toolchain import ToolchainError, compile_cubin, local_bytes
     try:
-        return local_bytes(compiled(op, dict(shape), k).cubin) > 0
+        return local_bytes(compile_cubin(build.source(op, dict(shape), k, "cuda", "cuda"))) > 0
     except (ToolchainError, KnobError, ValueError, RuntimeError):
         return None
 
