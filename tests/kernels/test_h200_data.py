@@ -528,16 +528,22 @@ def test_best_dwsep_takes_d_kernel_wherever_the_fused_kernel_measured_slower():
     assert kept == 1 and small == 3
 
 
+def _h100_variant_rows(name: str, n: int) -> list[dict]:
+    """The per-shape rows of a bench.variants plan's data file, measured on an H100 (n of them)."""
+    d = json.load(open(DATA / name))
+    assert d["device"].startswith("NVIDIA H100") and d["date"] and d["command"]
+    rows = [row for st in d["steps"] for row in st["output"]["shapes"]]
+    assert len(rows) == n
+    return rows
+
+
 def test_best_dwsep_small_map_tile_is_the_faster_where_it_was_measured():
     """data/h100_dwsep_small_maps.json (H100, best then took 2x32 pixels, or four images a block on small maps
     with 256 channels or more): today best is the imgc8 variant where dwsep_small_map_many_channels holds and the
     2x32-pixel tile elsewhere, and at each of the eight shapes that pick was the faster of the two (level at
     1x512x14x14, where the one image of the map makes them the same kernel)."""
     from kernels.knobs import dwsep_small_map_many_channels
-    d = json.load(open(DATA / "h100_dwsep_small_maps.json"))
-    assert d["device"].startswith("NVIDIA H100") and d["date"] and d["command"]
-    rows = [row for st in d["steps"] for row in st["output"]["shapes"]]
-    assert len(rows) == 8
+    rows = _h100_variant_rows("h100_dwsep_small_maps.json", 8)
     took = 0
     for row in rows:
         s, runs = row["shape"], row["runs"]
@@ -578,10 +584,7 @@ def test_split_k_rule_picks_within_2_percent_of_the_fastest_measured():
     """data/h100_gemm_ragged_splitk.json: k_blocks 1 to 32 at ten shapes; gemm_k_blocks (one k tile a block at
     least) picks the fastest, or within 2% of it, at 9 of 10 (79x3659x5888: 0.99 of the fastest)."""
     from kernels.knobs import gemm_k_blocks
-    d = json.load(open(DATA / "h100_gemm_ragged_splitk.json"))
-    assert d["device"].startswith("NVIDIA H100") and d["date"] and d["command"]
-    rows = [row for st in d["steps"] for row in st["output"]["shapes"]]
-    assert len(rows) == 10
+    rows = _h100_variant_rows("h100_gemm_ragged_splitk.json", 10)
     near = 0
     for row in rows:
         kb = {int(n[2:]): r["median_ms"] for n, r in row["runs"].items() if n.startswith("kb") and "median_ms" in r}

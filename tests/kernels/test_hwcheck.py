@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from kernels import hwcheck
 
 
@@ -59,12 +61,8 @@ def test_a_batch_is_judged_once(tmp_path):
     b = {"seed": 1, "drawn": "2026-01-01T00:00:00+00:00", "kernels": [], "measured": {"date": "2026-01-02"}}
     p = tmp_path / "batch-1.json"
     p.write_text(json.dumps(b))
-    try:
+    with pytest.raises(SystemExit, match="judged once"):
         heldout.judge(str(p), str(p), "NVIDIA H200", "cmd")
-    except SystemExit as e:
-        assert "judged once" in str(e)
-    else:
-        raise AssertionError("a judged batch was judged again")
 
 
 def _ncu_csv(counts: list[dict], report: dict) -> str:
@@ -105,12 +103,8 @@ def test_judge_refuses_a_log_whose_launch_did_not_finish(tmp_path):
     b.write_text(json.dumps({"seed": 6, "kernels": [], "measured": None}))
     csv = tmp_path / "ncu.csv"
     csv.write_text("==PROF== Connected to process 1\n")
-    try:
+    with pytest.raises(SystemExit, match="did not finish"):
         heldout.judge(str(b), str(csv), "NVIDIA H100 80GB HBM3", "cmd")
-    except SystemExit as e:
-        assert "did not finish" in str(e)
-    else:
-        raise AssertionError("a log without the launch's report was judged")
     assert json.loads(b.read_text())["measured"] is None
 
 
