@@ -186,7 +186,7 @@ REBUILT = {843420274: {"gemm-12", "gemm-20", "gemm-32", "gemm-46"}}
 @pytest.mark.slow
 def test_every_fifth_kernel_of_every_judged_batch_still_agrees():
     for b in hwcheck.batches():
-        for e in b["kernels"][::5]:
+        for e in [e for e in b["kernels"] if "measured" in e][::5]:      # not those the driver refused
             m = sass.machine_counts(e["op"], e["shape"], resolve(e["op"], "cuda", e["shape"], None, e["knobs"]))
             if e["id"] in REBUILT.get(b["seed"], ()):
                 assert m.sass_hash != e["sass_hash"], f"{e['id']} is built as it was drawn: drop it from REBUILT"
