@@ -177,8 +177,9 @@ def launch(batch: str, cubins: str) -> None:
     for e in b["kernels"]:
         blob = Path(cubins, f"{e['id']}.cubin").read_bytes()
         hashes[e["id"]] = tc.sass_hash(blob)
-        if tc.local_bytes(blob) > tc.LOCAL_LIMIT:
-            skipped[e["id"]] = f"{tc.local_bytes(blob)} bytes of local memory per thread, over {tc.LOCAL_LIMIT}"
+        frame = tc.local_bytes(blob)
+        if frame > tc.LOCAL_LIMIT:
+            skipped[e["id"]] = f"{frame} bytes of local memory per thread, over {tc.LOCAL_LIMIT}"
             print(f"skipping {e['id']}: {skipped[e['id']]}", file=sys.stderr, flush=True)
             continue
         print(f"launching {e['id']}", file=sys.stderr, flush=True)     # a fault ends the process: its kernel
@@ -226,7 +227,7 @@ def judge(batch: str, ncu_csv: str, device: str, command: str, date: str | None 
     text = open(ncu_csv).read()
     report = launch_report(text)
     if not report:
-        raise SystemExit(f"{ncu_csv} does not end with the launch's report: the launch did not finish")
+        raise SystemExit(f"{ncu_csv} does not hold the launch's report line: the launch did not finish")
     skipped = report.get("skipped", {})
     launches = parse(text)
     i = 0

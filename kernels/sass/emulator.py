@@ -7,7 +7,9 @@ diverged run apart, each group executing (and counting) the shared code on its o
 convergence point, BSYNC, WARPSYNC or BAR, as the hardware's do (nvcc lays a divergent region out between
 its BSSY and BSYNC). Merging wherever a warp's groups met undercounted held-out kernels whose branches jump
 past a BSYNC to the next (batch 843420274: dwsep_conv2d-8 442,250 global loads and stores short, three
-others short by up to 1.2%); apart, all four count what Nsight Compute read. Integer and predicate arithmetic,
+others short by up to 1.2%); apart, three count exactly what Nsight Compute read and dwsep_conv2d-8 is 500
+local loads short of 4.07 million (a branch's taken lanes still join a group of their warp already waiting
+at the target). Integer and predicate arithmetic,
 the uniform datapath, special and constant-bank registers, branches, EXIT and barriers are executed;
 floating point is not: its results, and every value loaded from memory, are Unknown. A branch, guard or
 address that would need an Unknown stops the run with a sentence.
