@@ -167,19 +167,23 @@ def _workspace_bound(e: dict) -> int:
 
 def launch(batch: str, cubins: str) -> None:
     """Each kernel of the batch once, in order, from its cubin (cupy); prints its SASS hash as loaded. A kernel the
-    driver cannot launch (a local frame over the per-thread limit, read from its cubin before launching; or a
-    launch refused as an invalid value or out of resources, which leaves the context usable) is skipped and named:
+    driver cannot launch (a local frame over the per-thread limit, or one that, reserved for every thread the SMs
+    can hold, needs more than the device's free memory: both read from its cubin before launching; or a launch
+    refused as an invalid value or out of resources, which leaves the context usable) is skipped and named:
     the last line of stdout, which ncu's output then holds with its CSV, lists them for `judge`."""
     import cupy as cp
     tc = _toolchain()
     b = json.load(open(batch))
     hashes, skipped = {}, {}
+    att = cp.cuda.Device().attributes      # the driver reserves a thread's frame for every thread the SMs can hold
+    resident = att["MaxThreadsPerMultiProcessor"] * att["MultiProcessorCount"]
+    free = cp.cuda.runtime.memGetInfo()[0]
     for e in b["kernels"]:
         blob = Path(cubins, f"{e['id']}.cubin").read_bytes()
         hashes[e["id"]] = tc.sass_hash(blob)
-        frame = tc.local_bytes(blob)
-        if frame > tc.LOCAL_LIMIT:
-            skipped[e["id"]] = f"{frame} bytes of local memory per thread, over {tc.LOCAL_LIMIT}"
+        why = tc.frame_problem(tc.local_bytes(blob), resident, free)
+        if why:
+            skipped[e["id"]] = why
             print(f"skipping {e['id']}: {skipped[e['id']]}", file=sys.stderr, flush=True)
             continue
         print(f"launching {e['id']}", file=sys.stderr, flush=True)     # a fault ends the process: its kernel

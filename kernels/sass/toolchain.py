@@ -185,6 +185,7 @@ def text_sections(cubin: bytes) -> dict[str, bytes]:
 
 
 LOCAL_LIMIT = 512 * 1024        # bytes of local memory a thread may have (sm_90); the driver refuses a launch above
+SM_THREADS = 2048               # threads one sm_90 SM can hold
 _EIATTR_FRAME_SIZE = 0x11
 
 
@@ -204,15 +205,27 @@ def local_bytes(cubin: bytes) -> int:
     return max(frames)
 
 
-def check_local(cubin: bytes) -> bytes:
-    """The cubin, or a one-sentence refusal where a thread's local frame is over what the driver can launch."""
-    need = local_bytes(cubin)
-    if need > LOCAL_LIMIT:
+def frame_problem(frame: int, resident: int | None = None, free: int | None = None) -> str | None:
+    """Why the driver cannot launch a kernel whose threads each have `frame` bytes of local memory, or None: over
+    the per-thread limit, or (given the device's resident threads and free bytes) over its free memory once the
+    driver reserves a frame for every thread its SMs can hold (batch 1481437295's conv1d-38 on an H100: 362 KB a
+    thread, 91 GiB for 2048 x 132 threads; its launch failed and ended the process)."""
+    if frame > LOCAL_LIMIT:
+        return f"{frame / 1024:.0f} KB of local memory per thread, over the {LOCAL_LIMIT // 1024} KB the GPU allows"
+    if resident and free is not None and frame * resident > free:
+        return (f"{frame / 1024:.0f} KB of local memory per thread, {frame * resident / 2**30:.1f} GiB for the "
+                f"{resident} threads the GPU's SMs can hold, over the {free / 2**30:.1f} GiB free")
+    return None
+
+
+def check_local(cubin: bytes, resident: int | None = None, free: int | None = None) -> bytes:
+    """The cubin, or a one-sentence refusal where a thread's local frame is more than the driver can launch."""
+    why = frame_problem(local_bytes(cubin), resident, free)
+    if why:
         raise ToolchainError(
-            f"The kernel needs {need / 1024:.0f} KB of local memory per thread, over the {LOCAL_LIMIT // 1024} KB the "
-            "GPU allows, so it cannot be launched. TVM sized a per-thread ('local') stage larger than the knobs' "
-            "patch: where a tile does not divide its axis, the stage can span the whole input; use a tile that "
-            "divides the axis, or leave that input in 'global'.")
+            f"The kernel needs {why}, so it cannot be launched. TVM sized a per-thread ('local') stage larger than "
+            "the knobs' patch: where a tile does not divide its axis, the stage can span the whole input; use a "
+            "tile that divides the axis, or leave that input in 'global'.")
     return cubin
 
 
@@ -242,10 +255,14 @@ HANDED_TO_TVM: list[str] = []      # sass_hash of every cubin this process gave 
 def install_tvm_callback() -> None:
     """Make TVM compile every CUDA module with compile_cubin (on a machine with a GPU; without one TVM keeps
     the source and never calls it)."""
+    import tvm
     import tvm_ffi
 
     @tvm_ffi.register_global_func("tvm_callback_cuda_compile", override=True)
     def _compile(code):
         cubin = compile_cubin(code)
+        dev = tvm.cuda(0)
+        if dev.exist:           # the driver reserves a frame for every thread the SMs can hold (2048 each on sm_90)
+            check_local(cubin, SM_THREADS * dev.multi_processor_count, dev.available_global_memory)
         HANDED_TO_TVM.append(sass_hash(cubin))
         return bytearray(cubin)

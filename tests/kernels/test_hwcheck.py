@@ -97,6 +97,59 @@ def test_a_kernel_the_driver_cannot_launch_is_judged_neither_hit_nor_miss(tmp_pa
     assert list(h["id"]) == ["gemm-0", "gemm-2"] and list(h["agrees"]) == [True, False]
 
 
+def test_launch_skips_a_kernel_whose_frame_for_every_resident_thread_exceeds_the_free_memory(tmp_path, monkeypatch,
+                                                                                            capsys):
+    """Batch 1481437295 on an H100: conv1d-38's 361,776-byte frame, reserved for the 2048 x 132 threads its SMs can
+    hold, is 91 GiB, over the 78.5 GiB free; its launch failed and took the process with it. launch now skips it in
+    its report, and launches conv1d-9 (266,288 bytes: 67 GiB, which ran)."""
+    import sys
+    import types
+    from bench import heldout
+    frames = {"conv1d-9": 266288, "conv1d-38": 361776}
+    launched = []
+
+    class Fn:
+        def __init__(self, name):
+            self.name = name
+
+        def __call__(self, grid, block, args):
+            launched.append(self.name)
+
+    class Module:
+        def __init__(self, code=None, path=""):
+            self.id = Path(path).stem
+
+        def get_function(self, name):
+            return Fn(self.id)
+
+    class Device:
+        attributes = {"MaxThreadsPerMultiProcessor": 2048, "MultiProcessorCount": 132}
+
+        def synchronize(self):
+            pass
+    cp = types.SimpleNamespace(RawModule=Module, float32="float32", zeros=lambda n, dtype: None,
+                               cuda=types.SimpleNamespace(Device=Device, driver=types.SimpleNamespace(
+                                   CUDADriverError=RuntimeError), runtime=types.SimpleNamespace(
+                                   memGetInfo=lambda: (int(78.5 * 2**30), 80 * 2**30))))
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    from kernels.sass.toolchain import frame_problem
+    tc = types.SimpleNamespace(frame_problem=frame_problem, sass_hash=lambda blob: blob.decode(),
+                               local_bytes=lambda blob: frames[blob.decode()])
+    monkeypatch.setattr(heldout, "_toolchain", lambda: tc)
+    ks = [{"id": i, "op": "conv1d", "sass_hash": i, "launches": [{"name": "main_kernel", "grid": [1, 1, 1],
+           "block": [16, 1, 1], "params": [["A_ptr", 8, 64]]}]} for i in frames]
+    for i in frames:
+        (tmp_path / f"{i}.cubin").write_text(i)
+    b = tmp_path / "batch.json"
+    b.write_text(json.dumps({"kernels": ks}))
+    heldout.launch(str(b), str(tmp_path))
+    report = heldout.launch_report(capsys.readouterr().out)
+    assert launched == ["conv1d-9"]
+    assert report["launched"] == 1 and list(report["skipped"]) == ["conv1d-38"]
+    assert report["skipped"]["conv1d-38"] == ("353 KB of local memory per thread, 91.1 GiB for the 270336 threads "
+                                              "the GPU's SMs can hold, over the 78.5 GiB free")
+
+
 def test_judge_refuses_a_log_whose_launch_did_not_finish(tmp_path):
     from bench import heldout
     b = tmp_path / "batch-6.json"
