@@ -77,14 +77,78 @@ def _neighbours(op: str, target: str, shape: dict, k, rng, n: int) -> list:
     return out
 
 
+# Settings a step away from best that a measurement on a held-out shape has found faster, as overrides of best's
+# knobs: on the H100's held-out suites (data/h100_suite*.json) the tuner's few trials went to random settings and
+# its winner was best at 14 of 14 GEMM shapes, where fewer, larger blocks (79x3659x5888, 0.45x cuBLAS: M=79 in two
+# tiles of 64), more blocks (1623x114x64 and 918x100x351: 52 and 60 blocks of 64x64 for 132 SMs, 0.80x and
+# 0.68x) or another split of K could each be the faster. A variant is a proposal: only its measurement counts.
+VARIANTS = {
+    ("gemm", "cuda"): (dict(tile_m=128, tile_n=64, patch_m=8, patch_n=8), dict(tile_m=64, tile_n=128, patch_m=8, patch_n=8),
+                       dict(tile_m=32, tile_n=64, patch_m=4, patch_n=4), dict(tile_m=64, tile_n=32),
+                       "k_blocks/2", "k_blocks*2", dict(stages=3)),
+    ("dwsep_conv2d", "cuda"): ("tile_f/2", "tile_h/2", "tile_w/2", "tile_f*2", "c_split*2", "c_split/2"),
+    ("dwconv2d", "cuda"): ("tile_h/2", "tile_w/2", "tile_h*2", "patch_h*2"),
+    ("conv1d", "cuda"): ("tile/2", "tile*2", "k_split/2", "k_split*2"),
+}
+
+
+def _override(k, v) -> dict:
+    """A VARIANTS entry as knob values for k: a dict as it is, 'name*2' or 'name/2' from k's value."""
+    if isinstance(v, dict):
+        return v
+    name, op, _ = v.partition("*") if "*" in v else v.partition("/")
+    cur = getattr(k, name)
+    new = {name: cur * 2 if op == "*" else max(1, cur // 2)}
+    patch = name.replace("tile", "patch")          # a halved tile keeps at least one patch of threads' outputs
+    if patch != name and getattr(k, patch, 0) > new[name]:
+        new[patch] = new[name]
+    return new
+
+
+def blocks(k, shape: dict) -> int:
+    """Blocks of a launch: each output axis over its tile, times the blocks that split a reduction (k_blocks)."""
+    n = getattr(k, "k_blocks", 1)
+    for axis, (_, extent) in k.extents(shape).items():
+        t = getattr(k, f"tile_{axis}" if axis else "tile", None)
+        if isinstance(t, int):
+            n *= -(-extent // t)
+    return n
+
+
+FEW_BLOCKS = 2 * 132        # under two blocks per SM of the H100 / H200: variants with more blocks are tried first
+
+
+def first_choices(op: str, target: str, shape: dict) -> list:
+    """What the search measures first, in this order: best; the other side of best's size rule (the knobs best
+    takes on the other side of it); best's VARIANTS (on CUDA, where best launches fewer than FEW_BLOCKS blocks,
+    those with more blocks first); the seed's schedule. Each valid and once."""
+    from .knobs import BEST_FEW_OUTPUTS, PRESETS, few_outputs
+    b = preset(op, target, "best", shape)
+    out = []
+    if (op, target) in BEST_FEW_OUTPUTS:
+        cls = knob_class(op, target)
+        other = PRESETS[(op, target)]["best"] if few_outputs(op, target, shape) else BEST_FEW_OUTPUTS[(op, target)][1]
+        out.append(fit(cls(**other), shape))
+    for v in VARIANTS.get((op, target), ()):
+        try:
+            out.append(fit(replace(b, **_override(b, v)), shape))
+        except (TypeError, ValueError):     # a knob this class does not have
+            continue
+    out = [k for k in out if not validate(op, target, k, shape)]
+    if target == "cuda" and blocks(b, shape) < FEW_BLOCKS:
+        out.sort(key=lambda k: -blocks(k, shape))       # stable: the listed order among equals
+    return list(dict.fromkeys([b] + out + [k for k in [preset(op, target, "seed", shape)]
+                                           if not validate(op, target, k, shape)]))
+
+
 def pool(op: str, target: str, shape: dict, rng, size: int) -> list:
-    """The presets worth starting from, then random valid settings: the first candidates to score."""
-    seen, out = set(), []
-    for name in ("best", "seed", "naive"):
-        k = preset(op, target, name, shape)
-        if not validate(op, target, k, shape) and k not in seen:
-            seen.add(k)
-            out.append(k)
+    """The first choices, the naive preset, then random valid settings: the first candidates to score."""
+    out = first_choices(op, target, shape)
+    seen = set(out)
+    k = preset(op, target, "naive", shape)
+    if not validate(op, target, k, shape) and k not in seen:
+        seen.add(k)
+        out.append(k)
     for _ in range(size * 3):
         k = random_valid(op, target, shape, rng, tries=50)
         if k is not None and k not in seen:
@@ -183,7 +247,7 @@ def search(op: str, shape: dict, target: str, trials: int, measure, rng=None, ba
     feats = count_all(op, shape, start or pool(op, target, shape, rng, max(4 * trials, 32)), target, workers)
     cands = list(feats)
     model, done, history = Model(), {}, []
-    presets = {preset(op, target, name, shape) for name in ("best", "seed")}
+    ranked = [k for k in first_choices(op, target, shape) if k in feats]
     while len(history) < trials:
         todo = [k for k in cands if k not in done]
         if not todo:
@@ -191,7 +255,7 @@ def search(op: str, shape: dict, target: str, trials: int, measure, rng=None, ba
         pred = model.predict(np.stack([feats[k] for k in todo]))
         order = list(np.argsort(pred))
         n = min(batch, trials - len(history), len(todo))
-        first = [k for k in todo if k in presets][:n]            # what is known to be good is measured first
+        first = [k for k in ranked if k not in done][:n]         # best and its variants are measured first
         order = [i for i in order if todo[i] not in first]
         m = n - len(first)
         pick = first + [todo[i] for i in order[:m - m // 4]]

@@ -77,7 +77,36 @@ def test_the_presets_are_measured_first():
     seen = []
     tune.search("gemm", S, "cpu", 4, lambda ks: [seen.extend(ks) or (1.0, 0.0, "") for _ in ks],
                 np.random.default_rng(0), batch=4)
-    assert preset("gemm", "cpu", "best", S) in seen[:2] and preset("gemm", "cpu", "seed", S) in seen[:2]
+    assert seen[0] == preset("gemm", "cpu", "best", S) and preset("gemm", "cpu", "seed", S) in seen[:3]
+
+
+@pytest.mark.parametrize("shape", [{"M": 1623, "N": 114, "K": 64}, {"M": 79, "N": 3659, "K": 5888}])
+def test_on_cuda_best_and_its_variants_are_measured_first_more_blocks_first_where_best_has_few(shape):
+    """The H100's held-out GEMMs: the tuner's first batch went to random settings and its winner was best at 14 of
+    14 shapes. Now best comes first, then the other side of its size rule and the VARIANTS, each valid; where best
+    launches fewer blocks than two per SM (1623x114x64: 52), those with more blocks come first."""
+    first = tune.first_choices("gemm", "cuda", shape)
+    b = preset("gemm", "cuda", "best", shape)
+    assert first[0] == b and len(first) == len(set(first)) >= 6
+    assert not any(validate("gemm", "cuda", k, shape) for k in first)
+    few = tune.blocks(b, shape) < tune.FEW_BLOCKS
+    assert few == (shape["K"] == 64)
+    n = [tune.blocks(k, shape) for k in first[1:-1]]
+    if few:
+        assert n == sorted(n, reverse=True) and n[0] > tune.blocks(b, shape)
+    seen = []
+    tune.search("gemm", shape, "cuda", 4, lambda ks: seen.extend(ks) or [(1.0, 0.0, "")] * len(ks),
+                np.random.default_rng(0), batch=4, count_workers=1)
+    assert seen == first[:4]
+
+
+def test_a_halved_tile_keeps_a_patch_that_fits_it():
+    """4x512x7x7 F=64: best's depthwise-separable patch is 7 pixels wide; halving its 7-wide tile to 3 takes the
+    patch down with it (fit would otherwise round the tile to no pixels at all)."""
+    s = {"B": 4, "C": 512, "H": 7, "W": 7, "K": 3, "F": 64}
+    first = tune.first_choices("dwsep_conv2d", "cuda", s)
+    assert any(k.tile_w == 3 and k.patch_w == 3 for k in first)
+    assert all(k.tile_w >= k.patch_w >= 1 and tune.blocks(k, s) >= 1 for k in first)
 
 
 def test_the_final_look_times_the_fastest_few_and_best_again_and_the_fastest_of_those_wins():
