@@ -190,7 +190,12 @@ def ours(op: str, shape: dict, target: str, trials: int, seed: int) -> dict:
     from kernels import build
     from kernels.knobs import knob_class, parse_knobs
     from kernels.tune import tune
-    t = tune(op, shape, target, trials, seed=seed, record=False)
+    def progress(_, history):       # on stderr: a step that runs out of time shows which candidate it was on
+        h = history[-1]
+        print(f"  trial {len(history)}: {h.median_ms if h.ok else h.error[:120]} ms  {h.knobs}", file=sys.stderr,
+              flush=True)
+    print(f"{op} {shape}", file=sys.stderr, flush=True)
+    t = tune(op, shape, target, trials, seed=seed, record=False, progress=progress)
     k = parse_knobs(op, target, t.best_knobs, knob_class(op, target)())
     _, mod, _ = build.compiled(op, tuple(shape.items()), k, target)
     return {**timed(op, shape, mod, target), "knobs": t.best_knobs, "trials": t.trials,

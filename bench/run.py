@@ -237,8 +237,10 @@ def _one(n: int, name: str, cmd: str, each: dict, s: dict, env: dict, scratch: P
                            timeout=int(s.get("timeout_s", 600)))
         rc, stdout, stderr = p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired as e:
-        rc, stdout = "timeout", (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        stderr = f"stopped after {s.get('timeout_s', 600)} s"
+        def text(b):
+            return (b or b"").decode(errors="replace") if isinstance(b, bytes) else (b or "")
+        rc, stdout = "timeout", text(e.stdout)
+        stderr = text(e.stderr) + f"\nstopped after {s.get('timeout_s', 600)} s"     # where it was, then why it ended
     rec = {"step": n, "name": name, "cmd": cmd, **({"each": each} if each else {}), "rc": rc,
            "seconds": round(time.perf_counter() - t0, 2)}
     if s.get("file"):
