@@ -2,14 +2,15 @@
 
 Every lane of a chunk of the grid's blocks is one element of numpy arrays; the chunk runs as one SIMT
 machine whose lanes may sit at different instructions: groups (instruction, lanes) run lowest address
-first. Groups of different warps merge where they meet (which changes no count); lanes of one warp that
-diverged run apart, each group executing (and counting) the shared code on its own, until they meet at a
-convergence point, BSYNC, WARPSYNC or BAR, as the hardware's do (nvcc lays a divergent region out between
-its BSSY and BSYNC). Merging wherever a warp's groups met undercounted held-out kernels whose branches jump
-past a BSYNC to the next (batch 843420274: dwsep_conv2d-8 442,250 global loads and stores short, three
-others short by up to 1.2%); apart, three count exactly what Nsight Compute read and dwsep_conv2d-8 is 500
-local loads short of 4.07 million (a branch's taken lanes still join a group of their warp already waiting
-at the target). Integer and predicate arithmetic,
+first, and several groups may wait at one instruction. Groups of different warps merge where they meet
+(which changes no count); lanes of one warp that diverged run apart, each group executing (and counting) the
+shared code on its own, until they meet at a convergence point, BSYNC, WARPSYNC or BAR, as the hardware's do
+(nvcc lays a divergent region out between its BSSY and BSYNC): a group that arrives at, or branches to, any
+other instruction where a group of its warp waits stays apart from it. Merging wherever a warp's groups met
+undercounted held-out kernels whose branches jump past a BSYNC to the next (batch 843420274: dwsep_conv2d-8
+442,250 global loads and stores short, three others short by up to 1.2%); kept apart, all four count exactly
+what Nsight Compute read (dwsep_conv2d-8 was still 500 local loads short of 4.07 million while a branch's
+taken lanes joined a group of their warp already waiting at the target). Integer and predicate arithmetic,
 the uniform datapath, special and constant-bank registers, branches, EXIT and barriers are executed;
 floating point is not: its results, and every value loaded from memory, are Unknown. A branch, guard or
 address that would need an Unknown stops the run with a sentence.
@@ -90,7 +91,7 @@ class Machine:
         self.per_pc_sectors: Counter = Counter()
         self.pc_tensor: dict = {}       # pc of a global access -> the tensor its lanes touch
         self._memo: dict = {}
-        self.pending: dict = {}         # index -> mask of lanes waiting there
+        self.pending: dict = {}         # index -> the groups (masks) of lanes waiting there, never empty
         self.mask = ALL                 # the lanes of the instruction being executed
 
     # ------------------------------------------------------------------ masks
@@ -136,6 +137,51 @@ class Machine:
 
     def _full(self, m):
         return ALL if m is ALL or m is True or bool(m.all()) else m
+
+    # ---------------------------------------------------------- lane groups
+    def _converges(self, i: int) -> bool:
+        return i < len(self.k.instrs) and self.k.instrs[i].opcode in CONVERGE
+
+    def _wait(self, i: int, m) -> None:
+        """The group m waits at instruction i: it joins a group waiting there that has no warp in common with
+        it (or every group, at a convergence point), else it waits there apart."""
+        groups = self.pending.get(i)
+        if groups is None:
+            self.pending[i] = [m]
+        elif self._converges(i):
+            groups[0] = self._or(groups[0], m)
+        else:
+            for j, g in enumerate(groups):
+                if not self._share(g, m):
+                    groups[j] = self._or(g, m)
+                    return
+            groups.append(m)
+
+    def _take(self, i: int):
+        """One group waiting at instruction i, which no longer waits."""
+        groups = self.pending[i]
+        m = groups.pop(0)
+        if not groups:
+            del self.pending[i]
+        return m
+
+    def _join(self, i: int, m):
+        """The group m arrives at instruction i: the groups waiting there join it, every one at a convergence
+        point, elsewhere those that have no warp in common with it (the rest wait on)."""
+        groups = self.pending.pop(i)
+        if self._converges(i):
+            for g in groups:
+                m = self._or(m, g)
+            return self._full(m)
+        rest = []
+        for g in groups:
+            if self._share(m, g):
+                rest.append(g)
+            else:
+                m = self._or(m, g)
+        if rest:
+            self.pending[i] = rest
+        return self._full(m) if len(rest) < len(groups) else m
 
     # -------------------------------------------------------------- operands
     def fail(self, ins: Instr, what: str):
@@ -253,13 +299,13 @@ class Machine:
                 if pending:
                     lo = min(pending)
                     if lo < i:
-                        pending[i] = self._or(pending[i], mask) if i in pending else mask
-                        i, mask = lo, pending.pop(lo)
-                    elif lo == i and (instrs[i].opcode in CONVERGE or not self._share(mask, pending[i])):
-                        mask = self._full(self._or(mask, pending.pop(i)))
+                        self._wait(i, mask)
+                        i, mask = lo, self._take(lo)
+                    elif lo == i:
+                        mask = self._join(i, mask)
             elif pending:
                 i = min(pending)
-                mask = pending.pop(i)
+                mask = self._take(i)
             else:
                 return
             if i >= len(instrs):
@@ -285,7 +331,7 @@ class Machine:
                 if self._empty(fall):
                     i = target
                     continue
-                pending[target] = self._or(pending[target], taken) if target in pending else taken
+                self._wait(target, taken)
                 i += 1
                 mask = fall
                 continue

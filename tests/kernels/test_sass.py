@@ -99,6 +99,19 @@ def test_divergent_lanes_run_both_sides_and_reconverge():
     assert m.counts == {"shared_ld": 4, "shared_st": 2}
 
 
+@pytest.mark.parametrize("join, loads, at_join", [("", 5, 4), ("BSYNC B0", 3, 2)])
+def test_groups_of_one_warp_meet_at_a_branch_target_apart_unless_it_is_a_convergence_point(join, loads, at_join):
+    # lanes 16-63 branch to J first (warp 1 whole, warp 0 in part), lanes 8-15 next, lanes 0-7 fall through to
+    # it: three groups of warp 0 reach J. At a plain instruction each runs it on its own (the group 16-63 also
+    # carries warp 1: groups of different warps merge); at a BSYNC they wait for one another and run on as one
+    m = run(listing("S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x10, PT", "ISETP.GE.AND P1, PT, R0, 0x8, PT",
+                    "BSSY B0, `(J)", "@P0 BRA `(J)", "@P1 BRA `(J)", "LDS R2, [RZ]", "J:", *filter(None, [join]),
+                    "LDS R3, [RZ+0x4]", "EXIT"), block=64)
+    assert m.counts["shared_ld"] == loads
+    assert m.per_pc[0x70 + (0x10 if join else 0)] == at_join     # the load after J: warp instructions
+    assert not m.pending
+
+
 def test_a_loop_runs_its_trip_count_and_the_pointer_moves_lazily():
     m = run(listing(*COPY[:6], "MOV R8, RZ", "L:", "LDG.E R7, desc[UR4][R2.64]", "IADD3 R2, P1, R2, 0x80, RZ",
                     "IADD3.X R3, RZ, R3, RZ, P1, !PT", "IADD3 R8, R8, 0x1, RZ", "ISETP.NE.AND P0, PT, R8, 0x64, PT",
