@@ -25,6 +25,30 @@ from .records import Counts
 WARP = 32
 ENUM_LIMIT = 40_000_000   # points one enumeration may visit (in chunks) before it declines
 ENUM_FAST = 2_000_000     # above this many points, count one loop in closed form instead of visiting it
+# Points one count may still visit, over all its enumerations (None: no bound). The tuner sets it (visiting): a
+# random candidate at 4206x347x642 (32x128 tiles of 1x32 patches) took 309 s to count, and its search waited.
+_BUDGET: list = [None]
+
+
+class visiting:
+    """Within it, a count that would visit more than `points` loop points declines (NotImplementedError)."""
+
+    def __init__(self, points: int | None):
+        self.points = points
+
+    def __enter__(self):
+        self.keep, _BUDGET[0] = _BUDGET[0], self.points
+        return self
+
+    def __exit__(self, *exc):
+        _BUDGET[0] = self.keep
+
+
+def _spend(points: int) -> None:
+    if _BUDGET[0] is not None:
+        _BUDGET[0] -= points
+        if _BUDGET[0] < 0:
+            raise NotImplementedError("more loop points than the count may visit here")
 
 
 @dataclass
@@ -267,6 +291,7 @@ def _enumerate_free(loops, members, mconds, tx, space, f):
         exts = exts[:-1] + [-(-loops[tx][1] // WARP) * WARP]
     if math.prod(exts) > ENUM_LIMIT:
         return None
+    _spend(math.prod(exts))
     grids = np.indices(exts, dtype=np.int64)
     env = {space.names(loops[i][0], loops[i][0].name): grids[k] for k, i in enumerate(order)}
     lo = np.zeros(exts, dtype=np.int64)
@@ -380,6 +405,7 @@ def _enumerate_compressed(loops, members, mconds, tx, space, comp):
         exts = exts[:-1] + [warps * WARP]
     if math.prod(exts) > ENUM_LIMIT:
         return None
+    _spend(math.prod(exts))
     grids = np.indices(exts, dtype=np.int64)
     env = {space.names(loops[i][0], loops[i][0].name): grids[k + 1] for k, i in enumerate(order)}
     for k, name in enumerate(comp["subst"].values()):
@@ -427,6 +453,7 @@ def _enumerate(loops, members, mconds, tx, space):
         warps = -(-loops[tx][1] // WARP)
         exts = exts[:-1] + [warps * WARP]
     total = math.prod(exts)
+    _spend(total)
     outer = order[0] if len(order) > 1 else None
     chunks = 1
     if total > ENUM_LIMIT and outer is not None:

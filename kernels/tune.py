@@ -174,12 +174,22 @@ def features(op: str, shape: dict, knobs, target: str) -> np.ndarray:
     return np.log1p(np.asarray(raw, dtype=np.float64))
 
 
-def counted(op: str, shape: dict, knobs, target: str) -> np.ndarray | None:
+# Loop points the simulator may visit to count one candidate the search found itself (random or a neighbour):
+# about 10 s on these cores. A random GEMM candidate at 4206x347x642 took 309 s (6.7e9 points) and its search
+# waited for it until the H100's step ran out of time (data/h100_suite_4.json, 2026-12-06); best and its variants
+# took 0.2-18 s up to 8111x7777x6001 and are always counted in full.
+SEARCH_POINTS = 300_000_000
+
+
+def counted(op: str, shape: dict, knobs, target: str, points: int | None = None) -> np.ndarray | None:
     """features(), or None where the simulator cannot count this candidate at full size (a bounds test over
-    more loop points than it visits): such a candidate is left out of the search instead of ending it (two
-    GEMM shapes of the H200 suite, 448x5937x955 and 2411x5445x919, ended that way, 2026-12-05)."""
+    more loop points than it visits, or more than `points` points in all): such a candidate is left out of the
+    search instead of ending it (two GEMM shapes of the H200 suite, 448x5937x955 and 2411x5445x919, ended that
+    way, 2026-12-05) or holding it up."""
+    from ._count import visiting
     try:
-        return features(op, shape, knobs, target)
+        with visiting(points):
+            return features(op, shape, knobs, target)
     except NotImplementedError:
         return None
 
@@ -191,12 +201,12 @@ def _counted(args: tuple) -> np.ndarray | None:
 _POOL: dict = {}
 
 
-def count_all(op: str, shape: dict, ks: list, target: str, workers: int) -> dict:
+def count_all(op: str, shape: dict, ks: list, target: str, workers: int, points: int | None = None) -> dict:
     """{candidate: features} of those the simulator can count, in order. With more than two workers (the H200's
     host has 16 cores) in a pool of processes kept for the next search: a GEMM shape's first 42 candidates
     took 11.5 s of counting in one process; on two cores (here, CI) it stays in this one."""
     if workers <= 2 or len(ks) < 8:
-        return {k: x for k in ks if (x := counted(op, shape, k, target)) is not None}
+        return {k: x for k in ks if (x := counted(op, shape, k, target, points)) is not None}
     if _POOL.get("workers") != workers:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
@@ -205,7 +215,7 @@ def count_all(op: str, shape: dict, ks: list, target: str, workers: int) -> dict
         # spawned, not forked: this process may hold a CUDA context and TVM's threads
         _POOL.update(workers=workers, ex=ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")))
     with isolated.plain_main():            # the pool's processes start here, on the first map
-        xs = list(_POOL["ex"].map(_counted, [(op, dict(shape), k, target) for k in ks]))
+        xs = list(_POOL["ex"].map(_counted, [(op, dict(shape), k, target, points) for k in ks]))
     return {k: x for k, x in zip(ks, xs) if x is not None}
 
 
@@ -244,10 +254,14 @@ def search(op: str, shape: dict, target: str, trials: int, measure, rng=None, ba
     `measure(knobs_list)` -> [(median ms | None, rel. error | None, error sentence)]."""
     rng = rng or np.random.default_rng()
     workers = count_workers if count_workers is not None else compile_workers()
-    feats = count_all(op, shape, start or pool(op, target, shape, rng, max(4 * trials, 32)), target, workers)
+    ranked = first_choices(op, target, shape)
+    start = start or pool(op, target, shape, rng, max(4 * trials, 32))
+    feats = count_all(op, shape, [k for k in start if k in ranked], target, workers)      # counted in full
+    feats.update(count_all(op, shape, [k for k in start if k not in ranked], target, workers, SEARCH_POINTS))
+    feats = {k: feats[k] for k in start if k in feats}
     cands = list(feats)
     model, done, history = Model(), {}, []
-    ranked = [k for k in first_choices(op, target, shape) if k in feats]
+    ranked = [k for k in ranked if k in feats]
     while len(history) < trials:
         todo = [k for k in cands if k not in done]
         if not todo:
@@ -273,7 +287,7 @@ def search(op: str, shape: dict, target: str, trials: int, measure, rng=None, ba
         near = [nb for k, _ in sorted(good, key=lambda kv: kv[1])[:2]     # explore around the fastest so far
                 for nb in _neighbours(op, target, shape, k, rng, 6)]
         new = [nb for nb in dict.fromkeys(near) if nb not in feats]     # each once, in the order drawn
-        got = count_all(op, shape, new, target, workers)
+        got = count_all(op, shape, new, target, workers, SEARCH_POINTS)
         feats.update(got)
         cands += [nb for nb in new if nb in got]
     return history

@@ -221,3 +221,19 @@ def test_no_candidate_is_measured_twice():
                     np.random.default_rng(7), batch=4, start=[preset("gemm", "cpu", n, S) for n in ("best", "seed",
                                                                                                    "naive")])
     assert len(h) == 16 and len({t.knobs for t in h}) == 16
+
+
+def test_a_candidate_too_costly_to_count_is_left_out_but_best_and_its_variants_are_counted_in_full(monkeypatch):
+    """A random GEMM candidate at 4206x347x642 took 309 s to count and held the H100's search up until its step
+    ran out of time: what the search finds itself is counted within SEARCH_POINTS loop points, best and its
+    variants in full."""
+    k = preset("gemm", "cuda", "best", S)
+    assert tune.counted("gemm", S, k, "cuda") is not None
+    assert tune.counted("gemm", S, k, "cuda", points=10) is None
+    assert tune.counted("gemm", S, k, "cuda") is not None          # the bound ends with its count
+    monkeypatch.setattr(tune, "SEARCH_POINTS", 10)
+    seen = []
+    h = tune.search("gemm", S, "cuda", 3, lambda ks: seen.extend(ks) or [(1.0, 0.0, "")] * len(ks),
+                    np.random.default_rng(0), batch=3, count_workers=1)
+    first = tune.first_choices("gemm", "cuda", S)
+    assert seen == first[:3] and len(h) == 3
