@@ -105,14 +105,17 @@ def _override(k, v) -> dict:
     return new
 
 
-def blocks(k, shape: dict) -> int:
-    """Blocks of a launch: each output axis over its tile, times the blocks that split a reduction (k_blocks)."""
-    n = getattr(k, "k_blocks", 1)
+def blocks(op: str, k, shape: dict) -> int:
+    """Blocks of a launch: each tiled output axis over its tile, times the outputs of the axes no tile covers
+    (a depthwise kernel's images and channels), times the blocks that split a reduction (k_blocks)."""
+    from .knobs import _outputs
+    n, covered = getattr(k, "k_blocks", 1), 1
     for axis, (_, extent) in k.extents(shape).items():
         t = getattr(k, f"tile_{axis}" if axis else "tile", None)
         if isinstance(t, int):
             n *= -(-extent // t)
-    return n
+            covered *= extent
+    return n * max(1, round(_outputs(op, shape) / covered))
 
 
 FEW_BLOCKS = 2 * 132        # under two blocks per SM of the H100 / H200: variants with more blocks are tried first
@@ -135,8 +138,8 @@ def first_choices(op: str, target: str, shape: dict) -> list:
         except (TypeError, ValueError):     # a knob this class does not have
             continue
     out = [k for k in out if not validate(op, target, k, shape)]
-    if target == "cuda" and blocks(b, shape) < FEW_BLOCKS:
-        out.sort(key=lambda k: -blocks(k, shape))       # stable: the listed order among equals
+    if target == "cuda" and blocks(op, b, shape) < FEW_BLOCKS:
+        out.sort(key=lambda k: -blocks(op, k, shape))       # stable: the listed order among equals
     return list(dict.fromkeys([b] + out + [k for k in [preset(op, target, "seed", shape)]
                                            if not validate(op, target, k, shape)]))
 

@@ -89,11 +89,11 @@ def test_on_cuda_best_and_its_variants_are_measured_first_more_blocks_first_wher
     b = preset("gemm", "cuda", "best", shape)
     assert first[0] == b and len(first) == len(set(first)) >= 6
     assert not any(validate("gemm", "cuda", k, shape) for k in first)
-    few = tune.blocks(b, shape) < tune.FEW_BLOCKS
+    few = tune.blocks("gemm", b, shape) < tune.FEW_BLOCKS
     assert few == (shape["K"] == 64)
-    n = [tune.blocks(k, shape) for k in first[1:-1]]
+    n = [tune.blocks("gemm", k, shape) for k in first[1:-1]]
     if few:
-        assert n == sorted(n, reverse=True) and n[0] > tune.blocks(b, shape)
+        assert n == sorted(n, reverse=True) and n[0] > tune.blocks("gemm", b, shape)
     seen = []
     tune.search("gemm", shape, "cuda", 4, lambda ks: seen.extend(ks) or [(1.0, 0.0, "")] * len(ks),
                 np.random.default_rng(0), batch=4, count_workers=1)
@@ -106,7 +106,10 @@ def test_a_halved_tile_keeps_a_patch_that_fits_it():
     s = {"B": 4, "C": 512, "H": 7, "W": 7, "K": 3, "F": 64}
     first = tune.first_choices("dwsep_conv2d", "cuda", s)
     assert any(k.tile_w == 3 and k.patch_w == 3 for k in first)
-    assert all(k.tile_w >= k.patch_w >= 1 and tune.blocks(k, s) >= 1 for k in first)
+    assert all(k.tile_w >= k.patch_w >= 1 and tune.blocks("dwsep_conv2d", k, s) >= 1 for k in first)
+    assert tune.blocks("dwsep_conv2d", first[0], s) == 4 * 2       # 4 images, 2 tiles of 32 output channels
+    d = {"B": 2, "C": 47, "H": 109, "W": 117, "K": 7}               # depthwise: each image and channel, 7 x 2 tiles
+    assert tune.blocks("dwconv2d", preset("dwconv2d", "cuda", "best", d), d) == 2 * 47 * 7 * 2
 
 
 def test_the_final_look_times_the_fastest_few_and_best_again_and_the_fastest_of_those_wins():
