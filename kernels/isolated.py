@@ -19,6 +19,7 @@ import numpy as np
 
 TIMEOUT_S = 30.0            # one candidate's check and timing; a kernel that hangs is stopped after this (a held-out
                             # GEMM step on the H100 stopped in its seventh shape at 120 s a candidate, 2026-12-06)
+START_S = 600.0             # the child's start: TVM's import, the search's inputs and their float64 reference
 
 
 def judge(op: str, shape: dict, target: str, mod, dev, checked, fastest: float | None, repeat: int, slow: float):
@@ -43,7 +44,13 @@ def _serve(conn, op: str, shape: dict, target: str, repeat: int, slow: float, er
     os.dup2(fd, 2)
     import tvm
     from . import build
-    dev, checked = build._tvm_dev(target), None
+    try:            # inputs drawn for this search, one float64 reference for all, before any candidate's clock
+        dev, checked = build._tvm_dev(target), build.fresh_check(op, shape, target)
+    except Exception as e:              # noqa: BLE001 - said once, as every candidate's failed trial
+        text = str(e).strip().splitlines()
+        conn.send(f"the search's inputs could not be prepared: {text[-1][:200] if text else type(e).__name__}")
+        return
+    conn.send("ready")
     while True:
         try:
             path, fastest = conn.recv()
@@ -51,8 +58,6 @@ def _serve(conn, op: str, shape: dict, target: str, repeat: int, slow: float, er
             return
         try:
             mod = tvm.runtime.load_module(path)
-            if checked is None:         # inputs drawn for this search, one float64 reference for all
-                checked = build.fresh_check(op, shape, target)
             conn.send(judge(op, shape, target, mod, dev, checked, fastest, repeat, slow))
         except Exception as e:          # noqa: BLE001 - a recoverable error is this candidate's failed trial
             text = str(e).strip().splitlines()
@@ -104,10 +109,16 @@ class Worker:
         if self.proc is None or not self.proc.is_alive():
             self._stop()
             self._start()
+            try:        # the start has its own allowance: a large shape's float64 reference takes a while
+                said = self.conn.recv() if self.conn.poll(START_S) else f"it did not start within {START_S:g} s"
+            except (EOFError, OSError):
+                said = "it died while starting"
+            if said != "ready":
+                self._stop()
+                return None, None, f"the process that measures candidates failed: {said}"
         size = os.path.getsize(self.err_path)
         try:
             self.conn.send((path, fastest))
-            # the first candidate waits for the child to start and draw the search's inputs as well
             answered = self.conn.poll(self.timeout_s)
             if answered:
                 return self.conn.recv()

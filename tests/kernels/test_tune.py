@@ -197,6 +197,40 @@ def test_a_candidate_that_kills_the_process_running_it_is_a_failed_trial_and_the
         w.close()
 
 
+def test_the_measuring_process_starts_on_its_own_allowance_not_a_candidates(tmp_path):
+    """A candidate has TIMEOUT_S (30 s) for its check and timing; the child's start (TVM's import, the search's
+    inputs and their float64 reference, which at a large shape takes longer than that) has START_S of its own:
+    the parent waits for the child's 'ready' with START_S, then for each candidate with the worker's timeout."""
+    from kernels import build, isolated
+    good = str(tmp_path / "good.so")
+    build.executable("gemm", S, preset("gemm", "cpu", "best", S), "cpu").export_library(good)
+    waits = []
+
+    class Conn:
+        def __init__(self, conn):
+            self.conn = conn
+
+        def poll(self, timeout):
+            waits.append(timeout)
+            return self.conn.poll(timeout)
+
+        def __getattr__(self, name):
+            return getattr(self.conn, name)
+
+    class Worker(isolated.Worker):
+        def _start(self):
+            super()._start()
+            self.conn = Conn(self.conn)
+    w = Worker("gemm", S, "cpu", repeat=3, slow=tune.SLOW, timeout_s=7.0)
+    try:
+        for _ in range(2):
+            ms, rel, err = w.measure(good, None)
+            assert err == "" and ms > 0 and rel < build.TOLERANCE
+        assert waits == [isolated.START_S, 7.0, 7.0] and w.crashes == 0
+    finally:
+        w.close()
+
+
 def test_isolated_measurement_verifies_and_times_like_the_in_process_one():
     k = preset("gemm", "cpu", "best", S)
     other = preset("gemm", "cpu", "naive", S)
