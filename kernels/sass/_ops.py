@@ -1,7 +1,8 @@
 """The emulator's instruction semantics: integer, predicate, uniform-datapath and memory instructions.
 
 Each handler takes (machine, instruction, active mask, guard, write mask) and writes its results with
-machine.put; an input the emulator does not compute makes the result Unknown."""
+machine.put; an input the emulator does not compute makes the result Unknown (only in the lanes where it is
+Unknown, for a register known in some lanes: the machine reads its known part and put marks the rest)."""
 from __future__ import annotations
 
 import numpy as np
@@ -507,7 +508,7 @@ def p2r(m, ins, mask, g, w):
     pre = "UP" if ins.opcode == "UP2UR" else "P"
     for i in range(7):
         if k >> i & 1:
-            p = m.regs.get(f"{pre}{i}", False)
+            p = m._resolve(m.regs.get(f"{pre}{i}", False))
             if isinstance(p, Unknown):
                 m.put(dst.name, p, w)
                 return

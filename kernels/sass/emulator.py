@@ -13,7 +13,14 @@ what Nsight Compute read (dwsep_conv2d-8 was still 500 local loads short of 4.07
 taken lanes joined a group of their warp already waiting at the target). Integer and predicate arithmetic,
 the uniform datapath, special and constant-bank registers, branches, EXIT and barriers are executed;
 floating point is not: its results, and every value loaded from memory, are Unknown. A branch, guard or
-address that would need an Unknown stops the run with a sentence.
+address that would need an Unknown stops the run with a sentence. A register written under a guard or by
+diverged lanes may be known in some lanes and Unknown in others (Mixed): integer and predicate instructions,
+which compute each lane from its own operands, carry the known lanes through and make the result Unknown in
+the others only, so that a pointer loaded into a register under a guard (@!UP0 ULDC.64 UR6, c[0x0][0x210]
+over a float weight read from shared memory, copied with MOV R70, UR6, offset with @!UP0 IMAD.WIDE) still
+addresses a store under that guard (held-out dwconv2d-26, batch 1481437295, whose store stopped the run while
+a copy took a register's unknown lanes for the whole register). Memory instructions (their addresses) and
+VOTEU (across lanes) read only what is known in every active lane.
 
 Counts follow Nsight Compute: an instruction executed by a warp counts once for that warp whenever any of
 its lanes reaches it, whether or not its guard predicate is on; a global load's sectors are the distinct
@@ -93,6 +100,9 @@ class Machine:
         self._memo: dict = {}
         self.pending: dict = {}         # index -> the groups (masks) of lanes waiting there, never empty
         self.mask = ALL                 # the lanes of the instruction being executed
+        self.lenient = False            # the handler running computes each lane from that lane's operands only
+        self.taint = None               # its active lanes that read a Mixed operand's unknown part (lenient)
+        self.taint_why = ""
 
     # ------------------------------------------------------------------ masks
     def nwarps(self, mask) -> int:
@@ -197,15 +207,25 @@ class Machine:
 
     def _resolve(self, v):
         """A Mixed value as the current lanes see it: its known part if none of them holds the unknown one
-        (and a Bits value whose every bit is known in the current lanes, as a plain value)."""
+        (and a Bits value whose every bit is known in the current lanes, as a plain value). While a lane-wise
+        handler runs (self.lenient), a Mixed operand gives its known part all the same and its unknown lanes
+        are noted in self.taint: what the handler writes is Unknown in those lanes (see put)."""
         if isinstance(v, Bits) and isinstance(v.known, np.ndarray):
             k = v.known if self.mask is ALL else v.known[self.mask]
             return make(v.value) if bool((k == M32).all()) else v
         if not isinstance(v, Mixed):
             return v
         m = self.mask
-        hit = v.unk.any() if m is ALL else (v.unk & m).any()
-        return Unknown(v.why) if hit else v.known
+        t = v.unk if m is ALL else (v.unk & m)
+        if not t.any():
+            return v.known
+        if not self.lenient:
+            return Unknown(v.why)
+        if self.taint is None:
+            self.taint, self.taint_why = t, v.why
+        else:
+            self.taint = self.taint | t
+        return v.known
 
     def val(self, ins: Instr, o: Op):
         if o.kind == "reg":
@@ -262,6 +282,8 @@ class Machine:
     def put(self, name: str, v, wmask):
         if name in ("RZ", "URZ", "PT", "UPT"):
             return
+        if self.taint is not None:      # lanes that computed from a Mixed operand's unknown part
+            v = merge(self.taint, Unknown(self.taint_why), v)
         if isinstance(v, Bits) and name.startswith(("P", "UP")):   # a predicate is one bit, known or not
             v = Unknown(v.why)
         if wmask is True:
@@ -361,7 +383,14 @@ class Machine:
             wmask = self._and(mask, g) if pending else g
             if g is not True:           # only lanes whose guard is on read their operands
                 self.mask = self._and(mask, g)
-            h(self, ins, mask, g, wmask)
+            if op in _STRICT:
+                h(self, ins, mask, g, wmask)
+            else:
+                self.lenient = True
+                try:
+                    h(self, ins, mask, g, wmask)
+                finally:
+                    self.lenient, self.taint = False, None
             if self.tracer:
                 self.tracer.after(self, ins, mask, g)
             i += 1
@@ -520,6 +549,7 @@ def _nothing(m, ins, mask, g, wmask):
 
 _NO_VALUE = {"FFMA", "FADD", "FMUL", "FMNMX", "FSEL", "FSETP", "MUFU", "F2F", "I2F", "F2I", "FRND", "FCHK",
              "HADD2", "HMUL2", "FSWZADD", "I2FP", "F2IP", "DADD", "DMUL", "DFMA", "FMUL2", "FADD2", "FFMA2"}
+_STRICT = set(CLASSES) | {"VOTEU"}   # memory accesses (their addresses must be known) and votes (across lanes)
 _HANDLERS: dict = {op: _no_value for op in _NO_VALUE}
 _HANDLERS.update({op: _nothing for op in ("NOP", "BSSY", "BSYNC", "BREAK", "WARPSYNC", "BAR", "DEPBAR",
                                           "LDGDEPBAR", "YIELD", "MEMBAR", "FENCE", "ERRBAR", "CCTL", "NANOSLEEP")})

@@ -52,8 +52,10 @@ def bits_of(v):
 
 
 class Mixed:
-    """A register that is known in some lanes and Unknown in others (written under a divergent branch):
-    an instruction may use it only where none of its active lanes holds the Unknown part."""
+    """A register that is known in some lanes and Unknown in others (written under a divergent branch or a
+    guard): a guard, branch or address may use it only where none of its active lanes holds the Unknown part;
+    a lane-wise integer or predicate instruction uses the known part and writes Unknown in the lanes that
+    hold the other (Machine.lenient, Machine.taint). `known` holds any value in the `unk` lanes."""
     __slots__ = ("known", "unk", "why")
 
     def __init__(self, known, unk: np.ndarray, why: str):

@@ -134,6 +134,20 @@ def test_an_address_from_a_loaded_value_stops_the_run_with_a_sentence():
         run(listing(*COPY[:6], "LDG.E R2, desc[UR4][R2.64]", "LDG.E R7, desc[UR4][R2.64]", "EXIT"))
 
 
+def test_a_register_known_in_some_lanes_passes_what_it_knows_through_arithmetic():
+    # held-out dwconv2d-26 (batch 1481437295): UR6 holds a weight read from shared memory, @!UP0 ULDC.64 puts a
+    # pointer in it; MOV R70, UR6 and @!UP0 IMAD.WIDE build the address of a store guarded by !UP0. Copies and
+    # sums keep the known lanes known (the others stay Unknown, so a store that reads them still stops)
+    prog = ["S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x10, PT", "LDS R4, [RZ]", "LDS R5, [RZ+0x4]",
+            "ULDC.64 UR4, c[0x0][0x208]", "@!P0 LDC.64 R4, c[0x0][0x210]", "MOV R6, R4", "IMAD.U32 R7, RZ, RZ, R5",
+            "@!P0 IMAD.WIDE R6, R0, 0x4, R6"]
+    m = run(listing(*prog, "@!P0 STG.E desc[UR4][R6.64], RZ", "EXIT"), block=64)
+    assert m.counts == {"shared_ld": 4, "global_st": 2} and m.pc_tensor == {0x90: "A"}
+    with pytest.raises(EmulationError, match=r"/\*0090\*/ STG.*its address depends on a value loaded from shared "
+                                             r"memory at /\*0020\*/"):
+        run(listing(*prog, "@P0 STG.E desc[UR4][R6.64], RZ", "EXIT"), block=64)
+
+
 def test_bits_nvcc_packs_into_a_register_it_never_wrote_are_known():
     # predicates kept in bits of R9, read back with LOP3: the other bits were never written
     m = run(listing("S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x10, PT", "LOP3.LUT R9, R9, 0xfffffffe, RZ, 0xc0, !PT",
