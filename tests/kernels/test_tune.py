@@ -94,10 +94,11 @@ def test_on_cuda_best_and_its_variants_are_measured_first_more_blocks_first_wher
     n = [tune.blocks("gemm", k, shape) for k in first[1:-1]]
     if few:
         assert n == sorted(n, reverse=True) and n[0] > tune.blocks("gemm", b, shape)
-    seen = []
-    tune.search("gemm", shape, "cuda", 4, lambda ks: seen.extend(ks) or [(1.0, 0.0, "")] * len(ks),
-                np.random.default_rng(0), batch=4, count_workers=1)
-    assert seen == first[:4]
+    if few:         # the search's order (counting 79x3659x5888's pool takes 20 s here: its order is the same code)
+        seen = []
+        tune.search("gemm", shape, "cuda", 4, lambda ks: seen.extend(ks) or [(1.0, 0.0, "")] * len(ks),
+                    np.random.default_rng(0), batch=4, count_workers=1)
+        assert seen == first[:4]
 
 
 def test_a_halved_tile_keeps_a_patch_that_fits_it():
