@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .values import B32, M32, Bits, Lanes, Unknown, bits_of, make, pred_not, s32, select, z64
+from .values import B32, M32, Bits, Lanes, Unknown, bits_of, make, merge, pred_not, s32, select, z64
 
 _CMP = {"LT": np.less, "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal, "EQ": np.equal,
         "NE": np.not_equal}
@@ -280,15 +280,30 @@ def _known3(m, ins, w):
 
 def idp(m, ins, mask, g, w):
     """Integer dot products: IDP.4A (four bytes of a times four bytes of b) and IDP.2A (two 16-bit halves of
-    a times two bytes of b, the low or high pair), plus c; .S/.U on each operand's parts."""
-    got = _known3(m, ins, w)
-    if got is None:
-        return
-    dst, (a, b, c) = got
+    a times two bytes of b, the low or high pair), plus c; .S/.U on each operand's parts. IDP.2A reads only
+    two of b's bytes: nvcc packs the other two from a register it never wrote (held-out dwsep_conv2d-2, batch
+    3765975936), so only the bits it reads need be known (Bits), in each lane that computes it."""
     kinds = [x for x in ins.mods if x[0] in "SU" and x[1:].isdigit()]
     if len(kinds) != 2:
         m.fail(ins, f"the dot product {ins.full} is not emulated")
     (sa, wa), (sb, wb) = ((k[0] == "S", int(k[1:])) for k in kinds)
+    dst = ins.ops[0]
+    vals = [m.val(ins, o) for o in ins.ops[1:4]]
+    bad = _unknown(*vals)
+    if bad is not None:
+        from .emulator import ALL
+        b_need = M32 if wa == 8 else (0xFFFF0000 if "HI" in ins.mods else 0x0000FFFF)
+        ok = True
+        for (x, k), need in zip((bits_of(v) for v in vals), (M32, b_need, M32)):
+            ok = ok & ((k & need) == need)
+        act = ok if m.mask is ALL or not isinstance(ok, np.ndarray) else ok[m.mask]
+        if not np.any(act):
+            m.put(dst.name, bad, w)
+            return
+        xs = [bits_of(v)[0] for v in vals]
+        a, b, c = (make(x) if isinstance(x, np.ndarray) else x for x in xs)
+    else:
+        a, b, c = vals
 
     def part(x, i, width, signed):
         p = (z64(x) >> (i * width)) & ((1 << width) - 1)
@@ -297,6 +312,8 @@ def idp(m, ins, mask, g, w):
     off = 2 if "HI" in ins.mods else 0
     total = sum(part(a, i, wa, sa) * part(b, i + (off if n == 2 else 0), wb, sb) for i in range(n))
     v, _ = _sum([make(total) if isinstance(total, np.ndarray) else total & M32, c])
+    if bad is not None and not np.all(ok):     # lanes whose operands' read bits are not all known
+        v = merge(np.broadcast_to(ok, (m.n,)), v, Unknown(bad.why))
     m.put(dst.name, v, w)
 
 
@@ -394,13 +411,19 @@ def lop3(m, ins, mask, g, w):
         m.put(dst.name, Bits(r, known, bad.why), w)
     if pout is not None:
         p = r != 0
-        if not np.all(known == M32):    # a set known bit decides; known bits all clear does not
-            if not np.all(p):
+        pin = m.pred(ops[5]) if len(ops) > 5 else False
+        if isinstance(pin, Unknown):
+            m.put(pout.name, pin, w)
+            return
+        v = _collapse(p | pin) if isinstance(p, np.ndarray) or isinstance(pin, np.ndarray) else bool(p or pin)
+        if not np.all(known == M32):    # a set known bit decides; known bits all clear do not
+            decided = (known == M32) | p | pin     # lane by lane: only the lanes that read it need be decided
+            if not np.any(decided):
                 m.put(pout.name, bad, w)
                 return
-        pin = m.pred(ops[5]) if len(ops) > 5 else False
-        m.put(pout.name, _collapse(p | pin) if isinstance(p, np.ndarray) or isinstance(pin, np.ndarray)
-              else bool(p or pin), w)
+            if not np.all(decided):
+                v = merge(np.broadcast_to(decided, (m.n,)), v, Unknown(bad.why))
+        m.put(pout.name, v, w)
 
 
 def plop3(m, ins, mask, g, w):

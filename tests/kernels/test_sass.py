@@ -157,6 +157,36 @@ def test_bits_nvcc_packs_into_a_register_it_never_wrote_are_known():
     assert m.counts["shared_st"] == 2 + 1           # lanes 16-63 branch: warp 0 diverges, warp 1 does not
 
 
+def test_a_predicate_read_from_packed_bits_needs_them_known_only_in_the_lanes_that_compute_it():
+    # held-out dwconv2d-4 and dwsep_conv2d-48 (batch 3765975936): a bit of R9 written in lanes 0-15 only (the
+    # rest hold a loaded value) is read back with LOP3 by those lanes; the others' Unknown bits do not matter
+    m = run(listing("S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x10, PT", "LDS R9, [RZ]",
+                    "@!P0 LOP3.LUT R9, R9, 0xfffffffe, RZ, 0xc0, !PT", "@P0 EXIT",
+                    "LOP3.LUT P1, RZ, R9, 0x1, RZ, 0xc0, !PT", "@P1 BRA `(E)", "STS [RZ], RZ", "E:", "EXIT"),
+            block=64)
+    assert m.counts == {"shared_ld": 2, "shared_st": 1}
+    with pytest.raises(EmulationError, match=r"/\*0060\*/ BRA.*the branch depends on a value loaded from shared memory"):
+        run(listing("S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x10, PT", "LDS R9, [RZ]",
+                    "@!P0 LOP3.LUT R9, R9, 0xfffffffe, RZ, 0xc0, !PT", "@!P0 EXIT",
+                    "LOP3.LUT P1, RZ, R9, 0x1, RZ, 0xc0, !PT", "@P1 BRA `(E)", "STS [RZ], RZ", "E:", "EXIT"),
+            block=64)
+
+
+@pytest.mark.parametrize("half, error", [("LO", None), ("HI", "R22 before anything was written to it")])
+def test_idp_2a_needs_known_only_the_two_bytes_of_b_it_reads(half, error):
+    # held-out dwsep_conv2d-2 (batch 3765975936): nvcc packs b of IDP.2A.LO from bytes of a register it never
+    # wrote (R22) into the two bytes the .LO form does not read; the dot product addresses a load
+    prog = ["S2R R0, SR_TID.X", "LOP3.LUT R22, R22, 0xff, RZ, 0xc0, !PT", "PRMT R10, R0, 0x5410, R22",
+            "IMAD.MOV.U32 R2, RZ, RZ, 0x4", f"IDP.2A.{half}.U16.U8 R11, R2, R10, RZ", "ULDC.64 UR4, c[0x0][0x208]",
+            "LDC.64 R4, c[0x0][0x210]", "IMAD.WIDE R4, R11, 0x1, R4", "LDG.E R7, desc[UR4][R4.64]", "EXIT"]
+    if error:
+        with pytest.raises(EmulationError, match=r"LDG.*its address depends on " + error):
+            run(listing(*prog), block=64)
+        return
+    m = run(listing(*prog), block=64)
+    assert m.counts == {"global_ld": 2} and m.sectors == 8 and m.pc_tensor == {0x80: "A"}
+
+
 def test_chunks_of_blocks_add_up_to_the_whole_grid(monkeypatch):
     s = {"M": 100, "N": 100, "K": 37}
     k = resolve("gemm", "cuda", s, "seed", None)
