@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from . import isolated
-from .knobs import KnobError, fit, fields_of, knob_class, knobs_text, parse_knobs, preset, random_valid, validate
+from .knobs import H200_SMS, KnobError, fit, fields_of, knob_class, knobs_text, parse_knobs, preset, random_valid, \
+    validate
 
 SLOW = 4.0                      # a candidate this many times slower than the fastest so far is timed once
 PRIOR_POINTS = 3                # measurements before the learned model replaces the roofline prior
@@ -118,7 +119,7 @@ def blocks(op: str, k, shape: dict) -> int:
     return n * max(1, round(_outputs(op, shape) / covered))
 
 
-FEW_BLOCKS = 2 * 132        # under two blocks per SM of the H100 / H200: variants with more blocks are tried first
+FEW_BLOCKS = 2 * H200_SMS   # under two blocks per SM of the H100 / H200: variants with more blocks are tried first
 
 
 def first_choices(op: str, target: str, shape: dict) -> list:
@@ -144,9 +145,10 @@ def first_choices(op: str, target: str, shape: dict) -> list:
                                            if not validate(op, target, k, shape)]))
 
 
-def pool(op: str, target: str, shape: dict, rng, size: int) -> list:
-    """The first choices, the naive preset, then random valid settings: the first candidates to score."""
-    out = first_choices(op, target, shape)
+def pool(op: str, target: str, shape: dict, rng, size: int, first: list | None = None) -> list:
+    """The first choices (given, or worked out here), the naive preset, then random valid settings: the first
+    candidates to score."""
+    out = list(first) if first is not None else first_choices(op, target, shape)
     seen = set(out)
     k = preset(op, target, "naive", shape)
     if not validate(op, target, k, shape) and k not in seen:
@@ -258,9 +260,10 @@ def search(op: str, shape: dict, target: str, trials: int, measure, rng=None, ba
     rng = rng or np.random.default_rng()
     workers = count_workers if count_workers is not None else compile_workers()
     ranked = first_choices(op, target, shape)
-    start = start or pool(op, target, shape, rng, max(4 * trials, 32))
-    feats = count_all(op, shape, [k for k in start if k in ranked], target, workers)      # counted in full
-    feats.update(count_all(op, shape, [k for k in start if k not in ranked], target, workers, SEARCH_POINTS))
+    start = start or pool(op, target, shape, rng, max(4 * trials, 32), first=ranked)
+    full = set(ranked)
+    feats = count_all(op, shape, [k for k in start if k in full], target, workers)         # counted in full
+    feats.update(count_all(op, shape, [k for k in start if k not in full], target, workers, SEARCH_POINTS))
     feats = {k: feats[k] for k in start if k in feats}
     cands = list(feats)
     model, done, history = Model(), {}, []
