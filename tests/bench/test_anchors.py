@@ -6,6 +6,7 @@ import pytest
 from bench import anchors
 from bench.shapes import BENCH_ROWS
 from kernels.knobs import parse_shape
+from kernels.tune import shipped_rows
 
 
 def test_the_held_out_draw_is_fixed_by_its_seed_varied_and_never_a_benchmark_row():
@@ -22,6 +23,11 @@ def test_the_held_out_draw_is_fixed_by_its_seed_varied_and_never_a_benchmark_row
     gemm = [s for o, s in a if o == "gemm"]
     assert any(s["K"] % 64 for s in gemm) and any(s["K"] % 64 == 0 for s in gemm)   # ragged and round sizes
     assert all(64 <= s[d] <= 8192 for s in gemm for d in "MNK")
+    tuned = [(r["op"], r["shape"]) for _, _, r in shipped_rows()]
+    assert not [x for x in a if x in tuned]
+    # the depthwise draw of data/h100_suite_5.json met a shape tuned in data/h100_suite.json; it is drawn no more
+    seen = anchors.suite_shapes(["dwconv2d"], 20, 796543891)
+    assert ("dwconv2d", {"B": 4, "C": 16, "H": 28, "W": 28, "K": 5}) not in seen
 
 
 def test_side_by_side_on_the_cpu_verifies_and_times_ours_against_numpy():
