@@ -728,6 +728,52 @@ def dwsep_small_map_many_channels(s: Shape) -> bool:
     return s["H"] * s["W"] <= 14 * 14 and (s["C"] >= 256 or s["B"] * s["F"] >= 4096)
 
 
+def blocks(op: str, k, shape: dict) -> int:
+    """Blocks of a launch: each tiled output axis over its tile, times the outputs of the axes no tile covers
+    (a depthwise kernel's images and channels), times the blocks that split a reduction (k_blocks)."""
+    n, covered = getattr(k, "k_blocks", 1), 1
+    for axis, (_, extent) in k.extents(shape).items():
+        t = getattr(k, f"tile_{axis}" if axis else "tile", None)
+        if isinstance(t, int):
+            n *= -(-extent // t)
+            covered *= extent
+    return n * max(1, round(_outputs(op, shape) / covered))
+
+
+# Where best launches fewer blocks than the GPU has SMs, the tiled axes it may spread over more blocks: each step
+# halves one tile with its patch (the threads a block keeps, each owning half the outputs), or the tile alone
+# where the patch is one output. On the H100's held-out depthwise-separable shapes the lowest were small maps with
+# many channels where best launched 4 blocks of 64 threads (1x384x14x14, F=32: 0.48x cuDNN, data/h100_suite_4.json)
+# and one halving (8 blocks) was all the variants tried. Measured at the three lowest (data/h100_dwsep_spread.json,
+# H100, 2026-12-06, fitting data): the spread with the most blocks won the tuner's 8 trials at all three, 0.48x ->
+# 1.13x, 0.46x -> 1.24x, 0.67x -> 0.71x cuDNN, where best alone ran 0.35x, 0.40x, 0.50x. best takes it on the small
+# maps with many channels those three are (dwsep_small_map_many_channels); the search tries it wherever blocks are few.
+SPREAD = {("dwsep_conv2d", "cuda"): ("w", "h", "f")}
+
+
+def spread(op: str, target: str, k, shape: dict, steps: int = 3) -> list:
+    """Up to `steps` settings from k with ever more blocks, the last first: the halving (see SPREAD) of the
+    axis with the largest patch, else the largest tile, repeated until the launch has H200_SMS blocks."""
+    axes = SPREAD.get((op, target))
+    out = []
+    while axes and blocks(op, k, shape) < H200_SMS:
+        ext = k.extents(shape)
+        can = [a for a in axes if getattr(k, f"tile_{a}") > 1 and getattr(k, f"tile_{a}") // 2 >= 1
+               and -(-ext[a][1] // (getattr(k, f"tile_{a}") // 2)) > -(-ext[a][1] // getattr(k, f"tile_{a}"))]
+        if not can:
+            break
+        a = max(can, key=lambda a: (getattr(k, f"patch_{a}"), getattr(k, f"tile_{a}")))
+        t, p = getattr(k, f"tile_{a}") // 2, getattr(k, f"patch_{a}")
+        try:
+            k = fit(replace(k, **{f"tile_{a}": t, f"patch_{a}": min(max(1, p // 2), t)}), shape)
+        except (TypeError, ValueError):
+            break
+        if validate(op, target, k, shape):
+            break
+        out.append(k)
+    return out[::-1][:steps]
+
+
 # imgc8 of data/h100_dwsep_small_maps.json, over best's d_kernel knobs: one image's 8x8 (7x7) pixels a block, a
 # thread a row of 8 (7) pixels and 4 of 32 output channels, c tiles of 8
 DWSEP_SMALL_MAPS = dict(tile_b=1, tile_f=32, patch_f=4, tile_h=8, tile_w=8, patch_b=1, patch_h=1, patch_w=8, c_split=8)
@@ -925,6 +971,7 @@ def preset(op: str, target: str, name: str, s: Shape):
                 k = gemm_split_unspilled(fit(k, s), s)
         if (op, target) == ("dwsep_conv2d", "cuda") and dwsep_small_map_many_channels(s):
             k = replace(k, **DWSEP_SMALL_MAPS)
+            k = next(iter(spread(op, target, fit(k, s), s)), k)     # fewer blocks than SMs: spread them
         return fit(k, s)
     return fit(cls(**table[name]), s)
 

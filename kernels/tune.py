@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from . import isolated
-from .knobs import H200_SMS, KnobError, fit, fields_of, knob_class, knobs_text, parse_knobs, preset, random_valid, \
-    validate
+from .knobs import H200_SMS, KnobError, blocks, fit, fields_of, knob_class, knobs_text, parse_knobs, preset, \
+    random_valid, spread, validate
 
 SLOW = 4.0                      # a candidate this many times slower than the fastest so far is timed once
 PRIOR_POINTS = 3                # measurements before the learned model replaces the roofline prior
@@ -106,21 +106,7 @@ def _override(k, v) -> dict:
     return new
 
 
-def blocks(op: str, k, shape: dict) -> int:
-    """Blocks of a launch: each tiled output axis over its tile, times the outputs of the axes no tile covers
-    (a depthwise kernel's images and channels), times the blocks that split a reduction (k_blocks)."""
-    from .knobs import _outputs
-    n, covered = getattr(k, "k_blocks", 1), 1
-    for axis, (_, extent) in k.extents(shape).items():
-        t = getattr(k, f"tile_{axis}" if axis else "tile", None)
-        if isinstance(t, int):
-            n *= -(-extent // t)
-            covered *= extent
-    return n * max(1, round(_outputs(op, shape) / covered))
-
-
 FEW_BLOCKS = 2 * H200_SMS   # under two blocks per SM of the H100 / H200: variants with more blocks are tried first
-
 
 def first_choices(op: str, target: str, shape: dict) -> list:
     """What the search measures first, in this order: best; the other side of best's size rule (the knobs best
@@ -138,7 +124,7 @@ def first_choices(op: str, target: str, shape: dict) -> list:
             out.append(fit(replace(b, **_override(b, v)), shape))
         except (TypeError, ValueError):     # a knob this class does not have
             continue
-    out = [k for k in out if not validate(op, target, k, shape)]
+    out = [k for k in out if not validate(op, target, k, shape)] + spread(op, target, b, shape)
     if target == "cuda" and blocks(op, b, shape) < FEW_BLOCKS:
         out.sort(key=lambda k: -blocks(op, k, shape))       # stable: the listed order among equals
     return list(dict.fromkeys([b] + out + [k for k in [preset(op, target, "seed", shape)]

@@ -242,3 +242,11 @@ def test_readme_dwsep_under_one_rule_comes_from_the_data():
     assert f"lowest {min(v3):.2f}x" in text
     assert (f"{len(v)} shapes: {gm:.2f}x in geometric mean, {sum(x >= 1 for x in v)} at or above cuDNN, "
             f"{'one' if sum(x < 0.5 for x in v) == 1 else sum(x < 0.5 for x in v)} below 0.5x") in text
+
+
+def test_readme_spread_figures_come_from_the_data():
+    import json
+    d = json.loads((ROOT / "data" / "h100_dwsep_spread.json").read_text())
+    v = [f"{st['output']['ours']['vs_vendor']:.2f}x" for st in d["steps"]]
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert f"tuned {v[0]}, {v[1]} and {v[2]} cuDNN" in text and d["device"].startswith("NVIDIA H100")

@@ -539,21 +539,27 @@ def _h100_variant_rows(name: str, n: int) -> list[dict]:
 
 def test_best_dwsep_small_map_tile_is_the_faster_where_it_was_measured():
     """data/h100_dwsep_small_maps.json (H100, best then took 2x32 pixels, or four images a block on small maps
-    with 256 channels or more): today best is the imgc8 variant where dwsep_small_map_many_channels holds and the
+    with 256 channels or more): today best is the imgc8 variant where dwsep_small_map_many_channels holds (spread
+    over more blocks where it launches fewer than the SMs, judged apart in data/h100_dwsep_spread.json) and the
     2x32-pixel tile elsewhere, and at each of the eight shapes that pick was the faster of the two (level at
     1x512x14x14, where the one image of the map makes them the same kernel)."""
-    from kernels.knobs import dwsep_small_map_many_channels
+    from kernels.knobs import dwsep_small_map_many_channels, spread
     rows = _h100_variant_rows("h100_dwsep_small_maps.json", 8)
-    took = 0
+    took = spreads = 0
     for row in rows:
         s, runs = row["shape"], row["runs"]
         assert all(r["ok"] for r in runs.values()), s
         pick = "imgc8" if dwsep_small_map_many_channels(s) else "best"
         other = "best" if pick == "imgc8" else "imgc8"
         took += pick == "imgc8"
-        assert parse_knobs("dwsep_conv2d", "cuda", runs[pick]["knobs"]) == preset("dwsep_conv2d", "cuda", "best", s)
+        k = parse_knobs("dwsep_conv2d", "cuda", runs[pick]["knobs"])
+        if pick == "imgc8":         # spread over more blocks where the image tile leaves SMs idle (h100_dwsep_spread)
+            spread_ = spread("dwsep_conv2d", "cuda", k, s)
+            spreads += bool(spread_)
+            k = next(iter(spread_), k)
+        assert k == preset("dwsep_conv2d", "cuda", "best", s)
         assert runs[pick]["median_ms"] <= 1.02 * runs[other]["median_ms"], s
-    assert took == 5
+    assert took == 5 and spreads == 2
 
 
 def test_split_k_spill_remedy_comes_from_the_data():

@@ -1,9 +1,11 @@
 """The tuner: candidates, the cost model on the simulator's counts, the search, and what it records."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
+
 import pytest
 
 from kernels import results, tune
@@ -101,16 +103,60 @@ def test_on_cuda_best_and_its_variants_are_measured_first_more_blocks_first_wher
         assert seen == first[:4]
 
 
+def _imgc8(s):
+    """best's depthwise-separable knobs at a small map with many channels before the spread (DWSEP_SMALL_MAPS)."""
+    from kernels.knobs import BEST_FEW_OUTPUTS, DWSEP_SMALL_MAPS, fit, knob_class
+    cls = knob_class("dwsep_conv2d", "cuda")
+    return fit(dataclasses.replace(cls(**BEST_FEW_OUTPUTS[("dwsep_conv2d", "cuda")][1]), **DWSEP_SMALL_MAPS), s)
+
+
 def test_a_halved_tile_keeps_a_patch_that_fits_it():
-    """4x512x7x7 F=64: best's depthwise-separable patch is 7 pixels wide; halving its 7-wide tile to 3 takes the
-    patch down with it (fit would otherwise round the tile to no pixels at all)."""
+    """4x512x7x7 F=64: the image tile's patch is 7 pixels wide; halving its 7-wide tile to 3 takes the patch down
+    with it (fit would otherwise round the tile to no pixels at all)."""
+    from kernels.knobs import fit
     s = {"B": 4, "C": 512, "H": 7, "W": 7, "K": 3, "F": 64}
+    b = _imgc8(s)
+    assert tune.blocks("dwsep_conv2d", b, s) == 4 * 2       # 4 images, 2 tiles of 32 output channels
+    k = fit(dataclasses.replace(b, **tune._override(b, "tile_w/2")), s)
+    assert (k.tile_w, k.patch_w) == (3, 3)
     first = tune.first_choices("dwsep_conv2d", "cuda", s)
-    assert any(k.tile_w == 3 and k.patch_w == 3 for k in first)
     assert all(k.tile_w >= k.patch_w >= 1 and tune.blocks("dwsep_conv2d", k, s) >= 1 for k in first)
-    assert tune.blocks("dwsep_conv2d", first[0], s) == 4 * 2       # 4 images, 2 tiles of 32 output channels
     d = {"B": 2, "C": 47, "H": 109, "W": 117, "K": 7}               # depthwise: each image and channel, 7 x 2 tiles
     assert tune.blocks("dwconv2d", preset("dwconv2d", "cuda", "best", d), d) == 2 * 47 * 7 * 2
+
+
+def test_where_the_image_tile_launches_fewer_blocks_than_sms_best_spreads_them():
+    """1x384x14x14 F=32 (0.48x cuDNN on the H100, data/h100_suite_4.json): the image tile launches 4 blocks of 64
+    threads. The spread halves tiles with their patches until a block per SM, each step more blocks, every one
+    valid with whole warps; best takes the one with the most (data/h100_dwsep_spread.json: it won the tuner's
+    trials at the three shapes measured), and the search has nothing left to spread."""
+    from kernels.knobs import H200_SMS, validate
+    s = {"B": 1, "C": 384, "H": 14, "W": 14, "K": 3, "F": 32}
+    op = "dwsep_conv2d"
+    b = _imgc8(s)
+    assert tune.blocks(op, b, s) == 4
+    sp = tune.spread(op, "cuda", b, s)
+    assert len(sp) == 3 and tune.blocks(op, sp[0], s) >= H200_SMS
+    assert [tune.blocks(op, k, s) for k in sp] == sorted((tune.blocks(op, k, s) for k in sp), reverse=True)
+    for k in sp:
+        assert not validate(op, "cuda", k, s)
+        threads = (k.tile_f // k.patch_f) * (k.tile_h // k.patch_h) * (k.tile_w // k.patch_w)
+        assert threads % 32 == 0 and k.tile_w >= k.patch_w >= 1
+    best = preset(op, "cuda", "best", s)
+    assert best == sp[0] and tune.spread(op, "cuda", best, s) == []
+    assert tune.first_choices(op, "cuda", s)[0] == best
+    import json
+    from pathlib import Path
+    d = json.loads((Path(__file__).resolve().parents[2] / "data" / "h100_dwsep_spread.json").read_text())
+    for st in d["steps"]:
+        r = st["output"]
+        assert knobs_text(preset(op, "cuda", "best", r["shape"])) == r["ours"]["knobs"]    # the winner, each
+        assert r["ours"]["median_ms"] < r["ours"]["best_preset_ms"]       # faster than best before the spread
+    # enough blocks already, or an operator without a spread: nothing added
+    big = {"B": 8, "C": 96, "H": 56, "W": 56, "K": 3, "F": 128}
+    assert tune.spread(op, "cuda", preset(op, "cuda", "best", big), big) == []
+    g = {"M": 64, "N": 128, "K": 64}
+    assert tune.spread("gemm", "cuda", preset("gemm", "cuda", "best", g), g) == []
 
 
 def test_the_final_look_times_the_fastest_few_and_best_again_and_the_fastest_of_those_wins():
