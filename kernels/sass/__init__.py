@@ -109,7 +109,9 @@ def machine_counts(op: str, shape: dict, knobs, progress=None) -> MachineCounts:
     """The emulated SASS's counts for one schedule; `progress(fraction)` is called as chunks finish."""
     key = (op, tuple(shape.items()), knobs)
     if key not in _DONE:
-        _DONE[key] = _machine_counts(op, key[1], knobs, progress)
+        from . import shipped
+        got = shipped.lookup(op, shape, knobs, _compiled(op, key[1], knobs).sass_hash) if shipped.entries() else None
+        _DONE[key] = got or _machine_counts(op, key[1], knobs, progress)
         while len(_DONE) > 64:
             _DONE.pop(next(iter(_DONE)))
     return _DONE[key]

@@ -119,12 +119,13 @@ def test_counts_of_the_notes_gemm_kernels_follow_the_loop_nest():
     assert shared["smsp__inst_executed_op_global_ld.sum"] == 1_048_576
 
 
-def test_full_size_element_counts_follow_from_the_loop_nest():
-    s = {"M": 4096, "N": 4096, "K": 4096}
+@pytest.mark.parametrize("n", [1536, pytest.param(4096, marks=pytest.mark.slow)])     # 4096: the Lab's "large", ~70 s
+def test_full_size_element_counts_follow_from_the_loop_nest(n):
+    s = {"M": n, "N": n, "K": n}
     c = traffic.counts("gemm", s, preset("gemm", "cuda", "naive", s), "cuda")
-    assert c.per_tensor["A"]["global"]["read"] == 4096 ** 3
-    assert c.per_tensor["C"]["global"]["write"] == 4096 ** 3 + 4096 ** 2        # init, then every k
-    assert c.flops == 2 * 4096 ** 3
+    assert c.per_tensor["A"]["global"]["read"] == n ** 3
+    assert c.per_tensor["C"]["global"]["write"] == n ** 3 + n ** 2        # init, then every k
+    assert c.flops == 2 * n ** 3
 
 
 def test_cpu_counts_have_no_nsight_metrics():
