@@ -1,4 +1,4 @@
-"""Write data/machine_counts.json: the machine's counts of the views a visitor opens first, as the emulator
+"""Write data/machine/counts.json: the machine's counts of the views a visitor opens first, as the emulator
 computes them now (kernels.sass.shipped says how they are used and when they are not).
 
     python -m bench.machine_counts          every Walkthrough step, and the Lab's and Compare's defaults, at 1024^3

@@ -90,6 +90,8 @@ def counts(op, target, shape, sides) -> None:
         if target == "cuda":
             for n, c in full.items():
                 rows[n].update({NCU[m]: c.ncu.get(m) for m in NCU})
+                if "error" in c.machine:
+                    st.caption(f"{n}: {c.machine['error']}")
         table = pd.DataFrame(rows)
         (a, b) = list(full)
         table["B / A"] = [f"{tb / ta:.3g}x" if ta and pd.notna(ta) and pd.notna(tb) else ""

@@ -85,6 +85,7 @@ def counts(n: int, knobs, prev, shape: dict) -> None:
     if full:
         panels[f"full size ({W.shape_words(shape)})"] = {k: c.level_totals("read") for k, c in full.items()}
     ui.chart(viz.level_bars(panels, title="Element reads per level"), f"walk_bars_{n}", f"walkthrough-step{n}-counts")
+    notes += [f"{k}: {c.machine['error']}" for k, c in full.items() if "error" in c.machine]
     for s in notes:
         st.caption(s)
     if full:

@@ -2,7 +2,7 @@
 
 The emulator's count of one of them can take minutes (the Walkthrough's step 1 at 1024^3: one thread a block,
 each looping 64 x 64 x 1024 times, 167 s on two cores), and while it runs the page waits and the one background
-worker is busy. `data/machine_counts.json` holds those counts as the emulator computed them, each with the SASS
+worker is busy. `data/machine/counts.json` holds those counts as the emulator computed them, each with the SASS
 hash of the cubin it read and a hash of the emulator's source. One is used only where both still match: the
 cubin compiled here now, and the emulator as it is now; anything else is counted afresh. `python -m
 bench.machine_counts` writes the file again; tests check that every entry is current and that emulating gives
@@ -15,7 +15,7 @@ import json
 from dataclasses import asdict, fields
 from pathlib import Path
 
-PATH = Path(__file__).resolve().parents[2] / "data" / "machine_counts.json"
+PATH = Path(__file__).resolve().parents[2] / "data" / "machine" / "counts.json"
 _SOURCES = ("__init__.py", "_ops.py", "emulator.py", "launch.py", "parse.py", "values.py")
 
 

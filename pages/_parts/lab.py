@@ -236,8 +236,13 @@ def count(op: str, shape: dict, knobs, target: str, machine: bool = False):
         timing, report = fpga.time_breakdown(op, shape, knobs), fpga.simulate(op, shape, knobs).as_dict()
         return FpgaCounts(**{f.name: getattr(c, f.name) for f in fields(c)}, timing=timing, report=report)
     key = (op, tuple(shape.items()), knobs, target, machine)
-    return traffic.counts(op, shape, knobs, target, machine=machine,
+    return traffic.counts(op, shape, knobs, target, machine=machine, limit_s=MACHINE_LIMIT_S,
                           progress=lambda f: PROGRESS.__setitem__(key, f))
+
+
+# The machine's count a page starts on the one background worker: an emulation estimated past this is not started
+# (the Walkthrough's step 1 at 4096^3: about 11 minutes estimated; every other count waits behind a running one).
+MACHINE_LIMIT_S = 600.0
 
 
 # Full-size counts usually take milliseconds, but some large shapes take minutes; they run on one

@@ -1,4 +1,4 @@
-"""data/machine_counts.json: the machine's counts shipped for the views a visitor opens first are current (the
+"""data/machine/counts.json: the machine's counts shipped for the views a visitor opens first are current (the
 cubin compiled here and the emulator as it is now) and are what emulating gives; anything else is counted."""
 from __future__ import annotations
 
@@ -66,3 +66,36 @@ def test_machine_counts_takes_a_shipped_entry_only_while_it_holds(monkeypatch):
     assert sass.machine_counts(op, shape, knobs).ncu == m.ncu and len(counted) == 1
     assert shipped.lookup(op, shape, knobs, m.sass_hash) is None
     assert shipped.lookup(op, {**shape, "M": shape["M"] + 1}, knobs, m.sass_hash) is None
+
+
+def test_the_emulation_estimate_is_never_far_over_what_emulating_took():
+    """On every held-out kernel (data/heldout/batch-*.json records each one's launches and the seconds its
+    prediction took) the estimate is at most ESTIMATE_OVER times the time taken: a page's limit on it refuses
+    only kernels that would take at least limit / ESTIMATE_OVER."""
+    import glob
+    import math
+    from kernels.ops import OPS
+    ratios = []
+    for f in glob.glob(str(shipped.PATH.parents[1] / "heldout" / "batch-*.json")):
+        for e in json.loads(open(f).read())["kernels"]:
+            if e.get("predict_s") and e.get("launches"):
+                ls = [(math.prod(ln["grid"]), math.prod(ln["block"])) for ln in e["launches"]]
+                ratios.append(sass.estimate_from(OPS[e["op"]].flops(e["shape"]), ls) / e["predict_s"])
+    assert len(ratios) > 700 and max(ratios) <= sass.ESTIMATE_OVER
+
+
+def test_a_page_does_not_start_an_emulation_estimated_past_its_limit():
+    """The Walkthrough's step 1 at 4096^3 (one thread a block, 64 x 64 x 4096 multiply-adds each): about 11
+    minutes estimated, over the pages' 10; the TensorIR counts come, with one sentence for the machine's."""
+    from kernels import traffic
+    from pages._parts import lab as L
+    from pages._parts import walk as W
+    shape = dict(W.SIZES["large"])
+    k = W.knobs(W.ALL[1], shape)
+    assert sass.estimate_seconds("gemm", shape, k) > L.MACHINE_LIMIT_S
+    c = traffic.counts("gemm", shape, k, "cuda", limit_s=L.MACHINE_LIMIT_S)
+    assert c.ncu == {} and c.per_tensor["A"]["global"]["read"] == 4096 ** 3
+    assert c.machine["error"].startswith("No machine counts for this kernel here: emulating its SASS at this shape")
+    assert "a smaller shape" in c.machine["error"]
+    small = dict(W.SIZES["speed test"])          # shipped: known, so nothing to estimate
+    assert sass.estimate_seconds("gemm", small, W.knobs(W.ALL[1], small)) == 0.0
