@@ -225,3 +225,17 @@ def test_split_k_workspace_is_placed_with_its_size_and_the_launch_bound_covers_i
         assert name.endswith("_rf") and dims[0] >= 4 * shape["M"] * shape["N"]
         entry = {"id": "gemm-x", "op": "gemm", "shape": shape, "knobs": knobs}
         assert 4 * dims[0] <= _workspace_bound(entry) <= 4 * 4 * 80 * 64
+
+
+def test_a_drawn_kernel_whose_emulation_runs_past_the_limit_is_a_miss_on_record(tmp_path, monkeypatch):
+    import time as _time
+    from bench import heldout
+    from kernels import sass
+    monkeypatch.setattr(heldout, "PREDICT_LIMIT_S", 1)
+    monkeypatch.setattr(sass, "machine_counts", lambda *a, **k: _time.sleep(5))
+    entry = {"id": "gemm-0", "op": "gemm", "shape": {"M": 64, "N": 64, "K": 64},
+             "knobs": "tile_m=32,tile_n=32,patch_m=4,patch_n=4"}
+    t0 = _time.perf_counter()
+    e = heldout._predict((entry, str(tmp_path), True))
+    assert _time.perf_counter() - t0 < 5 and "predicted" not in e and e["sass_hash"]
+    assert e["error"].startswith("TimeoutError: the emulation did not finish in")
