@@ -78,14 +78,19 @@ def _predict(job: tuple) -> dict:
 
     def too_long(*_):
         raise TimeoutError(f"the emulation did not finish in {PREDICT_LIMIT_S / 60:.0f} minutes")
+    import resource
     old = signal.signal(signal.SIGALRM, too_long)
     signal.alarm(PREDICT_LIMIT_S)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (min(_vm_bytes() + PREDICT_MEMORY, hard if hard > 0 else 1 << 62), hard))
     try:
         m = sass.machine_counts(op, s, k)
         entry["predicted"] = {key: int(m.ncu[NCU[key]]) for key in NCU}
     except Exception as e:      # noqa: BLE001 - a kernel the emulator cannot read (or not in time) is a miss, on record
-        entry["error"] = f"{type(e).__name__}: {e}"
+        entry["error"] = f"{type(e).__name__}: {e}" if not isinstance(e, MemoryError) else \
+            f"MemoryError: the emulation needed more than {PREDICT_MEMORY >> 30} GB"
     finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     entry["predict_s"] = round(time.perf_counter() - t0, 2)
@@ -93,9 +98,20 @@ def _predict(job: tuple) -> dict:
 
 
 # A kernel's emulation in `draw` stops here and is recorded as a miss: seed 3984747587's first draw waited over 25
-# minutes on one fused depthwise-separable kernel (dwsep_conv2d-16, every thread recomputing the depthwise values of
-# 32 pixels); the slowest of the 814 kernels of the batches before took 202 s.
+# minutes on one fused depthwise-separable kernel (dwsep_conv2d-16, 1024 threads a block recomputing depthwise
+# values); the slowest of the 814 kernels of the batches before took 202 s.
 PREDICT_LIMIT_S = 600
+# and past this much more memory than the worker held before it (the same kernel's emulation reached 24 GB and the
+# system killed the worker, which left the pool waiting for it for ever)
+PREDICT_MEMORY = 8 << 30
+
+
+def _vm_bytes() -> int:
+    """This process's virtual memory now (what RLIMIT_AS counts)."""
+    for line in open("/proc/self/status"):
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def draw(per_op: int, seed: int, workers: int) -> Path:

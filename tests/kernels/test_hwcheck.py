@@ -239,3 +239,20 @@ def test_a_drawn_kernel_whose_emulation_runs_past_the_limit_is_a_miss_on_record(
     e = heldout._predict((entry, str(tmp_path), True))
     assert _time.perf_counter() - t0 < 5 and "predicted" not in e and e["sass_hash"]
     assert e["error"].startswith("TimeoutError: the emulation did not finish in")
+
+
+def test_a_drawn_kernel_whose_emulation_needs_too_much_memory_is_a_miss_on_record(tmp_path, monkeypatch):
+    """A worker the system kills for memory leaves the draw's pool waiting for ever; the limit turns it into a
+    MemoryError, recorded, and the worker's limit is restored after."""
+    import resource
+    import numpy as np
+    from bench import heldout
+    from kernels import sass
+    monkeypatch.setattr(heldout, "PREDICT_MEMORY", 1 << 30)
+    monkeypatch.setattr(sass, "machine_counts", lambda *a, **k: np.ones(1 << 31))      # 16 GB of float64
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    entry = {"id": "gemm-0", "op": "gemm", "shape": {"M": 64, "N": 64, "K": 64},
+             "knobs": "tile_m=32,tile_n=32,patch_m=4,patch_n=4"}
+    e = heldout._predict((entry, str(tmp_path), True))
+    assert e["error"] == "MemoryError: the emulation needed more than 1 GB" and "predicted" not in e
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
