@@ -173,7 +173,7 @@ def counts(op: str, shape: Shape, knobs, target: str, machine: bool = True, prog
            limit_s: float | None = None) -> Counts:
     """What the schedule asks for at each level (the TensorIR), and on CUDA with `machine` what the compiled
     SASS executes (kernels/sass: the Nsight Compute counts) and why the two differ; with `limit_s`, not where
-    emulating it would take longer than that (sass.estimate_seconds)."""
+    emulating it is estimated to take longer than that (sass.estimate)."""
     from ._count import count
     c = count(op, shape, knobs, target, _for_counting(op, tuple(shape.items()), knobs, target))
     return with_machine(op, shape, knobs, c, progress, limit_s) if machine and target == "cuda" else c
@@ -182,14 +182,15 @@ def counts(op: str, shape: Shape, knobs, target: str, machine: bool = True, prog
 def with_machine(op: str, shape: Shape, knobs, c: Counts, progress=None, limit_s: float | None = None) -> Counts:
     """c with the machine's view added: the emulated SASS's counts, or the sentence saying why there are none."""
     from . import sass
+    from .sass import estimate
     try:
-        est = sass.estimate_seconds(op, shape, knobs) if limit_s is not None else 0.0
+        est = estimate.estimate_seconds(op, shape, knobs) if limit_s is not None else 0.0
         if limit_s is not None and est > limit_s:
             return replace(c, machine={"error": (
-                f"No machine counts for this kernel here: emulating its SASS at this shape would take at least "
-                f"{est / sass.ESTIMATE_OVER / 60:.0f} minutes (each thread's share of the multiply-adds, one warp "
-                f"instruction at a time), more than the {limit_s / 60:.0f} a page may spend. The counts above are "
-                f"exact; at a smaller shape, or with more threads a block, the machine's counts come back.")})
+                f"No machine counts for this kernel here: emulating its SASS at this shape is estimated at "
+                f"{est / 60:.0f} minutes (each thread's share of the multiply-adds, one warp instruction at a "
+                f"time), over the {limit_s / 60:.0f} a page may spend. The counts above are exact; at a smaller "
+                f"shape, or with more threads a block, the machine's counts come back.")})
         m = sass.machine_counts(op, shape, knobs, progress)
         why = sass.explain(c.instructions["asked"], m, sass.compiled(op, shape, knobs))
     except (sass.EmulationError, sass.ToolchainError) as e:

@@ -8,7 +8,7 @@ import pytest
 
 from kernels import sass
 from kernels.knobs import fitted
-from kernels.sass import shipped
+from kernels.sass import estimate, shipped
 
 REFRESH = "run `python -m bench.machine_counts` to count them again"
 
@@ -80,8 +80,8 @@ def test_the_emulation_estimate_is_never_far_over_what_emulating_took():
         for e in json.loads(open(f).read())["kernels"]:
             if e.get("predict_s") and e.get("launches"):
                 ls = [(math.prod(ln["grid"]), math.prod(ln["block"])) for ln in e["launches"]]
-                ratios.append(sass.estimate_from(OPS[e["op"]].flops(e["shape"]), ls) / e["predict_s"])
-    assert len(ratios) > 700 and max(ratios) <= sass.ESTIMATE_OVER
+                ratios.append(estimate.estimate_from(OPS[e["op"]].flops(e["shape"]), ls) / e["predict_s"])
+    assert len(ratios) > 700 and max(ratios) <= estimate.ESTIMATE_OVER
 
 
 def test_a_page_does_not_start_an_emulation_estimated_past_its_limit():
@@ -92,10 +92,10 @@ def test_a_page_does_not_start_an_emulation_estimated_past_its_limit():
     from pages._parts import walk as W
     shape = dict(W.SIZES["large"])
     k = W.knobs(W.ALL[1], shape)
-    assert sass.estimate_seconds("gemm", shape, k) > L.MACHINE_LIMIT_S
+    assert estimate.estimate_seconds("gemm", shape, k) > L.MACHINE_LIMIT_S
     c = traffic.counts("gemm", shape, k, "cuda", limit_s=L.MACHINE_LIMIT_S)
     assert c.ncu == {} and c.per_tensor["A"]["global"]["read"] == 4096 ** 3
     assert c.machine["error"].startswith("No machine counts for this kernel here: emulating its SASS at this shape")
     assert "a smaller shape" in c.machine["error"]
     small = dict(W.SIZES["speed test"])          # shipped: known, so nothing to estimate
-    assert sass.estimate_seconds("gemm", small, W.knobs(W.ALL[1], small)) == 0.0
+    assert estimate.estimate_seconds("gemm", small, W.knobs(W.ALL[1], small)) == 0.0
