@@ -26,6 +26,8 @@ import hashlib
 import importlib.util
 import json
 import os
+import resource
+import signal
 import subprocess
 import sys
 import time
@@ -74,11 +76,9 @@ def _predict(job: tuple) -> dict:
                            "params": [[p.name, p.size, p.nbytes] for p in ln.params]} for ln in c.launches]}
     if not predict:
         return entry
-    import signal
 
     def too_long(*_):
         raise TimeoutError(f"the emulation did not finish in {PREDICT_LIMIT_S / 60:.0f} minutes")
-    import resource
     old = signal.signal(signal.SIGALRM, too_long)
     signal.alarm(PREDICT_LIMIT_S)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)

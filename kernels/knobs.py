@@ -757,13 +757,12 @@ def spread(op: str, target: str, k, shape: dict, steps: int = 3) -> list:
     axes = SPREAD.get((op, target))
     out = []
     while axes and blocks(op, k, shape) < H200_SMS:
-        ext = k.extents(shape)
-        can = [a for a in axes if getattr(k, f"tile_{a}") > 1 and getattr(k, f"tile_{a}") // 2 >= 1
-               and -(-ext[a][1] // (getattr(k, f"tile_{a}") // 2)) > -(-ext[a][1] // getattr(k, f"tile_{a}"))]
+        ext, tile = k.extents(shape), {a: getattr(k, f"tile_{a}") for a in axes}
+        can = [a for a in axes if tile[a] > 1 and -(-ext[a][1] // (tile[a] // 2)) > -(-ext[a][1] // tile[a])]
         if not can:
             break
-        a = max(can, key=lambda a: (getattr(k, f"patch_{a}"), getattr(k, f"tile_{a}")))
-        t, p = getattr(k, f"tile_{a}") // 2, getattr(k, f"patch_{a}")
+        a = max(can, key=lambda a: (getattr(k, f"patch_{a}"), tile[a]))
+        t, p = tile[a] // 2, getattr(k, f"patch_{a}")
         try:
             k = fit(replace(k, **{f"tile_{a}": t, f"patch_{a}": min(max(1, p // 2), t)}), shape)
         except (TypeError, ValueError):

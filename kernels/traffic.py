@@ -184,8 +184,7 @@ def with_machine(op: str, shape: Shape, knobs, c: Counts, progress=None, limit_s
     from . import sass
     from .sass import estimate
     try:
-        est = estimate.estimate_seconds(op, shape, knobs) if limit_s is not None else 0.0
-        if limit_s is not None and est > limit_s:
+        if limit_s is not None and (est := estimate.estimate_seconds(op, shape, knobs)) > limit_s:
             return replace(c, machine={"error": (
                 f"No machine counts for this kernel here: emulating its SASS at this shape is estimated at "
                 f"{est / 60:.0f} minutes (each thread's share of the multiply-adds, one warp instruction at a "

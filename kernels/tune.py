@@ -108,6 +108,7 @@ def _override(k, v) -> dict:
 
 FEW_BLOCKS = 2 * H200_SMS   # under two blocks per SM of the H100 / H200: variants with more blocks are tried first
 
+
 def first_choices(op: str, target: str, shape: dict) -> list:
     """What the search measures first, in this order: best; the other side of best's size rule (the knobs best
     takes on the other side of it); best's VARIANTS (on CUDA, where best launches fewer than FEW_BLOCKS blocks,
