@@ -119,6 +119,7 @@ def draw(per_op: int, seed: int, workers: int) -> Path:
 
     import numpy as np
     from kernels.knobs import has_remainder, knobs_text, preset, random_valid
+    from kernels.records import rows_json
     from kernels.sass.toolchain import nvrtc_version
     git = lambda *a: subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()  # noqa
     head, dirty = git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "--untracked-files=no"))
@@ -159,10 +160,10 @@ def draw(per_op: int, seed: int, workers: int) -> Path:
                  f"{len(differ)} of {len(old)} differ from the batch ({', '.join(differ[:8])}): draw it at the "
                  f"commit it names, {b['emulator_commit'][:12]}"))
         return path
-    json.dump({"seed": seed, "drawn": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-               "command": f"python -m bench.heldout draw --per-op {per_op} --seed {seed}",
-               "emulator_commit": head, "uncommitted_changes": dirty, "nvrtc": nvrtc_version(),
-               "kernels": kernels, "measured": None}, open(path, "w"), indent=1)
+    path.write_text(rows_json({"seed": seed, "drawn": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                               "command": f"python -m bench.heldout draw --per-op {per_op} --seed {seed}",
+                               "emulator_commit": head, "uncommitted_changes": dirty, "nvrtc": nvrtc_version(),
+                               "kernels": kernels, "measured": None}, "kernels"))
     print(f"seed {seed}: {len(kernels)} kernels -> {path}; cubins in {out_dir}")
     return path
 
@@ -254,6 +255,7 @@ def launch_report(ncu_text: str) -> dict:
 def judge(batch: str, ncu_csv: str, device: str, command: str, date: str | None = None) -> None:
     from bench.ncu_data import parse
     from kernels.hwcheck import agrees
+    from kernels.records import rows_json
     path = Path(batch)
     b = json.load(open(path))
     if b.get("measured"):
@@ -280,7 +282,7 @@ def judge(batch: str, ncu_csv: str, device: str, command: str, date: str | None 
     b["measured"] = {"device": device, "date": date or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                      "command": command, "csv_sha256": hashlib.sha256(open(ncu_csv, "rb").read()).hexdigest()}
     b["summary"] = summary(b)
-    json.dump(b, open(path, "w"), indent=1)
+    path.write_text(rows_json(b, "kernels"))
     print(json.dumps(b["summary"]))
 
 
@@ -332,11 +334,12 @@ def hashcheck(batch: str, first: int) -> None:
 def regress() -> None:
     """data/heldout/regression.json: the emulator's counts for every kernel of data/ncu_h200.csv."""
     from kernels import hwcheck
+    from kernels.records import rows_json
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     preds = hwcheck.predict_all(progress=lambda f: print(f"{f:.0%}", end="\r", flush=True))
     hwcheck.PREDICTED.parent.mkdir(parents=True, exist_ok=True)
-    json.dump({"command": "python -m bench.heldout regress", "emulator_commit": head, "kernels": preds},
-              open(hwcheck.PREDICTED, "w"), indent=1)
+    hwcheck.PREDICTED.write_text(rows_json({"command": "python -m bench.heldout regress", "emulator_commit": head,
+                                            "kernels": preds}, "kernels"))
     df = hwcheck.compare()
     print(f"{int(df['within'].sum())} of {len(df)} kernel-counter pairs agree -> {hwcheck.PREDICTED}")
 

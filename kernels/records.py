@@ -4,6 +4,7 @@ traffic.py emits these; viz/ and the pages read them. Tests build them by hand.
 """
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
@@ -136,3 +137,21 @@ def describe(r: Access, so_far: int) -> str:
     where = {"global": "straight from global memory", "shared": "from shared memory",
              "register": "from its registers", LOCAL: "from its local memory"}[r.level]
     return f"thread {r.thread} of block {r.block} reads {r.tensor}[{idx}] {where}; {r.level} reads so far: {so_far}"
+
+
+def rows_json(doc: dict, rows: str) -> str:
+    """`doc` as JSON text with its `rows` entry (a list, or a dict of entries) one compact entry a line and every
+    other key on a line of its own: the large data files (held-out batches, shipped counts) diff line by line and
+    are a third smaller than indented JSON, which keeps the tree inside what a device call carries."""
+    def one(v) -> str:
+        return json.dumps(v, separators=(",", ":"), default=str)
+    out = []
+    for k, v in doc.items():
+        if k == rows and isinstance(v, dict):
+            inner = ",\n".join(f"  {json.dumps(a)}: {one(b)}" for a, b in v.items())
+            out.append(f" {json.dumps(k)}: {{\n{inner}\n }}")
+        elif k == rows and isinstance(v, list):
+            out.append(f" {json.dumps(k)}: [\n" + ",\n".join(f"  {one(b)}" for b in v) + "\n ]")
+        else:
+            out.append(f" {json.dumps(k)}: {one(v)}")
+    return "{\n" + ",\n".join(out) + "\n}\n"

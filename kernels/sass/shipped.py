@@ -15,6 +15,8 @@ import json
 from dataclasses import asdict, fields
 from pathlib import Path
 
+from ..records import rows_json
+
 PATH = Path(__file__).resolve().parents[2] / "data" / "machine" / "counts.json"
 _SOURCES = ("__init__.py", "_ops.py", "emulator.py", "launch.py", "parse.py", "values.py")
 
@@ -72,8 +74,8 @@ def write(views, progress=print) -> dict:
         m = _machine_counts(op, tuple(dict(shape).items()), knobs, None)
         out[key(op, shape, knobs)] = {"sass_hash": m.sass_hash, "emulator": emulator_hash(), "counts": to_json(m)}
         progress(f"{key(op, shape, knobs)}: {m.seconds:.1f} s")
-    doc = {"note": __doc__.split("\n\n")[1].replace("\n", " "),
-           "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "entries": out}
-    PATH.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    doc = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+           "entries": dict(sorted(out.items())), "note": __doc__.split("\n\n")[1].replace("\n", " ")}
+    PATH.write_text(rows_json(doc, "entries"))
     entries.cache_clear()
     return doc
