@@ -173,9 +173,39 @@ def test_readme_fifth_gpu_batch_the_cubes_and_the_goal_table_come_from_the_data(
         assert f"| {name}, same | {len(v)} shapes: {_gm(v)}, lowest {min(v):.2f}x | yes |" in text
         assert min(v) >= 0.5 and float(_gm(v)[:-1]) >= 1.0
     revised = ("h100_dwsep_suite_2.json", "h100_dwsep_suite_3.json", "h100_suite_2.json", "h100_suite_3.json",
-               "h100_suite_4.json")
+               "h100_suite_4.json", "h100_suite_6.json")
     v = [r["ours"]["vs_vendor"] for r in _rows(revised, "dwsep_conv2d", once=True)]
     assert f"all {len(v)} since `d_kernel`'s revised rule: {_gm(v)}, {sum(x < 0.5 for x in v)} below 0.5x" in text
+
+
+def test_readme_sixth_gpu_batch_and_the_metaschedule_row_come_from_the_data():
+    """h100_suite_6: the depthwise-separable spread's judgement, GEMM under today's tuner (fourth and sixth
+    batches), and every shape measured beside MetaSchedule with equal trials."""
+    text = " ".join((ROOT / "README.md").read_text().split())
+    dw = _rows(["h100_suite_6.json"], "dwsep_conv2d")
+    t = [r["ours"]["vs_vendor"] for r in dw]
+    assert (f"{len(dw)} of the draw's 20 shapes (seed {dw[0]['draw']['seed']}, in two calls; the budget stopped "
+            f"before the last): tuned {_gm(t)} cuDNN in geometric mean (`best` alone "
+            f"{_gm([_best_alone(r) for r in dw])}), {sum(v >= 1 for v in t)} of {len(dw)} at or above, lowest "
+            f"{min(t):.2f}x") in text
+    assert len({r["draw"]["seed"] for r in dw}) == 1 and sorted(r["draw"]["index"] for r in dw) == list(range(19))
+    assert f"latest batch (with the spread), {len(dw)} shapes: {_gm(t)}, lowest {min(t):.2f}x" in text
+    fused = next(r for r in dw if r["shape"] == {"B": 8, "C": 192, "H": 112, "W": 112, "K": 3, "F": 64})
+    assert (f"`best` alone {_best_alone(fused):.2f}x, the tuner's `d_kernel` winner "
+            f"{fused['ours']['vs_vendor']:.2f}x") in text
+    gemm = [r["ours"]["vs_vendor"] for r in _rows(["h100_suite_4.json", "h100_suite_6.json"], "gemm")]
+    every = [r["ours"]["vs_vendor"]
+             for r in _rows([f"h100_suite{x}.json" for x in ("", "_2", "_3", "_4", "_6")], "gemm", once=True)]
+    assert (f"today's tuner (fourth and sixth batches), {len(gemm)} shapes: {_gm(gemm)}, lowest {min(gemm):.2f}x; "
+            f"all {len(every)} held-out shapes: {_gm(every)}, {sum(v < 0.5 for v in every)} below 0.5x") in text
+    ops = ("gemm", "conv1d", "dwconv2d", "dwsep_conv2d")
+    rows = [r for op in ops for r in _rows(["h100_ms_builder.json", "h100_suite_6.json"], op) if "metaschedule" in r]
+    got = [r["metaschedule"]["median_ms"] / r["ours"]["median_ms"] for r in rows if "median_ms" in r["metaschedule"]]
+    assert all(r["ours"]["trials"] == r["trials"] for r in rows)      # the budget MetaSchedule was given too
+    assert (f"| at or above MetaSchedule with equal trials | {len(got)} shapes where it gave a kernel: ours "
+            f"{_gm(got)} in geometric mean, slower at {sum(x < 1 for x in got)} (3-4 us kernels); at "
+            f"{len(rows) - len(got)} more it gave none |") in text
+    assert f"{_gm(got[1:])} in geometric mean. At two shapes" in text      # the sixth batch's alone
 
 
 def test_readme_split_k_judgement_comes_from_the_data():
