@@ -185,7 +185,6 @@ def text_sections(cubin: bytes) -> dict[str, bytes]:
 
 
 LOCAL_LIMIT = 512 * 1024        # bytes of local memory a thread may have (sm_90); the driver refuses a launch above
-SM_THREADS = 2048               # threads one sm_90 SM can hold
 _EIATTR_FRAME_SIZE = 0x11
 
 
@@ -263,6 +262,7 @@ def install_tvm_callback() -> None:
         cubin = compile_cubin(code)
         dev = tvm.cuda(0)
         if dev.exist:           # the driver reserves a frame for every thread the SMs can hold (2048 each on sm_90)
+            from ..knobs import SM_THREADS
             check_local(cubin, SM_THREADS * dev.multi_processor_count, dev.available_global_memory)
         HANDED_TO_TVM.append(sass_hash(cubin))
         return bytearray(cubin)
