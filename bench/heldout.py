@@ -3,7 +3,9 @@
     python -m bench.heldout draw [--per-op 52] [--seed S]        here: draw, compile, predict, write the batch
     python3 -m bench.heldout launch BATCH.json CUBINS/           on the GPU, under ncu: each kernel once (carry
         .heldout/SEED.tar.xz, which draw packs, and untar it there first)
-    python -m bench.heldout judge BATCH.json NCU.csv --device D --command C    here: record and judge, once
+    python3 -m bench.heldout faults BATCH.json CUBINS/ > F.json  on the GPU, not under ncu: each kernel the
+        emulator predicted to fault, launched alone in a process of its own (a fault ends the process)
+    python -m bench.heldout judge BATCH.json NCU.csv --device D --command C [--faults F.json]    here: once
     python -m bench.heldout report                                every judged batch, one line each
     python -m bench.heldout regress                               the emulator's counts of data/ncu_h200.csv
     python3 -m bench.heldout hashcheck BATCH.json [--first N]     on the GPU, with TVM: TVM builds N kernels
@@ -198,20 +200,26 @@ def _workspace_bound(e: dict) -> int:
     return 4 * int(kn.get("k_blocks", 1)) * (-(-m // tm) * tm) * (-(-n // tn) * tn)
 
 
-def launch(batch: str, cubins: str) -> None:
+def launch(batch: str, cubins: str, only: str | None = None) -> None:
     """Each kernel of the batch once, in order, from its cubin (cupy); prints its SASS hash as loaded. A kernel the
     driver cannot launch (a local frame over the per-thread limit, or one that, reserved for every thread the SMs
     can hold, needs more than the device's free memory: both read from its cubin before launching; or a launch
     refused as an invalid value or out of resources, which leaves the context usable) is skipped and named:
-    the last line of stdout, which ncu's output then holds with its CSV, lists them for `judge`."""
+    the last line of stdout, which ncu's output then holds with its CSV, lists them for `judge`. A kernel the
+    emulator predicted to fault is set apart (`faults` launches it); `only` launches that one kernel alone."""
     import cupy as cp
     tc = _toolchain()
     b = json.load(open(batch))
-    hashes, skipped = {}, {}
+    hashes, skipped, apart = {}, {}, []
     att = cp.cuda.Device().attributes      # the driver reserves a thread's frame for every thread the SMs can hold
     resident = att["MaxThreadsPerMultiProcessor"] * att["MultiProcessorCount"]
     free = cp.cuda.runtime.memGetInfo()[0]
     for e in b["kernels"]:
+        if only is not None and e["id"] != only:
+            continue
+        if only is None and predicted_fault(e):     # it would end this process and every launch after it
+            apart.append(e["id"])
+            continue
         blob = Path(cubins, f"{e['id']}.cubin").read_bytes()
         hashes[e["id"]] = tc.sass_hash(blob)
         why = tc.frame_problem(tc.local_bytes(blob), resident, free)
@@ -238,7 +246,32 @@ def launch(batch: str, cubins: str) -> None:
             skipped[e["id"]] = str(err)
             print(f"skipped {e['id']}: the driver refused the launch ({err})", file=sys.stderr, flush=True)
     bad = [k for k, h in hashes.items() if h != next(e["sass_hash"] for e in b["kernels"] if e["id"] == k)]
-    print(json.dumps({"launched": len(hashes) - len(skipped), "skipped": skipped, "hash_mismatches": bad}))
+    print(json.dumps({"launched": len(hashes) - len(skipped), "skipped": skipped, "hash_mismatches": bad,
+                      "apart": apart}))
+
+
+FAULT = "CUDA_ERROR_MISALIGNED_ADDRESS"        # what the driver says when the GPU stops a kernel for an address
+
+
+def predicted_fault(e: dict) -> bool:
+    """Whether the emulator predicted that the GPU stops this kernel (kernels.sass.Misaligned)."""
+    return str(e.get("error", "")).startswith("Misaligned")
+
+
+def faults(batch: str, cubins: str) -> None:
+    """Each kernel predicted to fault, launched alone in a child process (a fault leaves the CUDA context unusable
+    and ends the process): prints {id: {"rc", "faulted", "said"}} for `judge --faults`."""
+    out = {}
+    for e in json.load(open(batch))["kernels"]:
+        if predicted_fault(e):
+            p = subprocess.run([sys.executable, "-m", "bench.heldout", "launch", batch, cubins, "--only", e["id"]],
+                               capture_output=True, text=True, timeout=300, cwd=ROOT)
+            said = [ln for ln in (p.stderr + p.stdout).splitlines() if ln.strip()]
+            out[e["id"]] = {"rc": p.returncode, "faulted": p.returncode != 0 and FAULT in p.stderr,
+                            "said": said[-1][:300] if said else ""}
+            print(f"{e['id']}: {'faulted' if out[e['id']]['faulted'] else 'did not fault'}", file=sys.stderr,
+                  flush=True)
+    print(json.dumps(out))
 
 
 REFUSALS = ("CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_OUT_OF_RESOURCES")     # refused before running: context usable
@@ -253,7 +286,8 @@ def launch_report(ncu_text: str) -> dict:
     return {}
 
 
-def judge(batch: str, ncu_csv: str, device: str, command: str, date: str | None = None) -> None:
+def judge(batch: str, ncu_csv: str, device: str, command: str, date: str | None = None,
+          faults_json: str | None = None) -> None:
     from bench.ncu_data import parse
     from kernels.hwcheck import agrees
     from kernels.records import rows_json
@@ -266,12 +300,20 @@ def judge(batch: str, ncu_csv: str, device: str, command: str, date: str | None 
     report = launch_report(text)
     if not report:
         raise SystemExit(f"{ncu_csv} does not hold the launch's report line: the launch did not finish")
-    skipped = report.get("skipped", {})
+    skipped, apart = report.get("skipped", {}), set(report.get("apart", []))
+    ran_apart = json.load(open(faults_json)) if faults_json else {}
+    if apart - ran_apart.keys():
+        raise SystemExit(f"{', '.join(sorted(apart - ran_apart.keys()))} predicted to fault and set apart by the "
+                         "launch: give what `python3 -m bench.heldout faults` printed for them with --faults")
     launches = parse(text)
     i = 0
     for e in b["kernels"]:
         if e["id"] in skipped:          # never ran: no counter to judge, neither a hit nor a miss
             e["not_launched"] = skipped[e["id"]]
+            continue
+        if e["id"] in apart:            # the prediction is the fault: it agrees where the GPU stopped the kernel
+            e["fault"] = ran_apart[e["id"]]
+            e["agrees"] = bool(e["fault"]["faulted"])
             continue
         got = launches[i:i + len(e["launches"])]
         i += len(e["launches"])
@@ -281,7 +323,8 @@ def judge(batch: str, ncu_csv: str, device: str, command: str, date: str | None 
     if i != len(launches):
         raise SystemExit(f"{len(launches)} launches profiled but the batch has {i}")
     b["measured"] = {"device": device, "date": date or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                     "command": command, "csv_sha256": hashlib.sha256(open(ncu_csv, "rb").read()).hexdigest()}
+                     "command": command, "csv_sha256": hashlib.sha256(open(ncu_csv, "rb").read()).hexdigest(),
+                     **({"faults": ran_apart} if ran_apart else {})}
     b["summary"] = summary(b)
     path.write_text(rows_json(b, "kernels"))
     print(json.dumps(b["summary"]))
@@ -294,7 +337,8 @@ def summary(b: dict) -> dict:
     return {"kernels": len(ks), "agree": sum(e["agrees"] for e in ks),
             "ragged": sum(e["remainder"] for e in ks),
             "per_op": {op: [sum(e["agrees"] for e in v), len(v)] for op, v in per_op.items()},
-            "emulator_errors": sum("error" in e for e in ks),
+            "emulator_errors": sum("error" in e and not predicted_fault(e) for e in ks),
+            "faults_predicted": [sum(e["agrees"] for e in ks if predicted_fault(e)), sum(map(predicted_fault, ks))],
             "spilling": sum(e.get("measured", {}).get("local_st", 0) > 0 for e in ks),
             "not_launched": sorted(e["id"] for e in b["kernels"] if "not_launched" in e)}
 
@@ -306,7 +350,9 @@ def report() -> None:
         print(f"seed {b['seed']}: {s['agree']}/{s['kernels']} agree ({s['ragged']} at shapes no tile divides), "
               f"{b['measured']['device']}, {b['measured']['date']}; per operator "
               + ", ".join(f"{op} {a}/{n}" for op, (a, n) in s["per_op"].items())
-              + (f"; not launchable, not counted: {', '.join(s['not_launched'])}" if s.get("not_launched") else ""))
+              + (f"; not launchable, not counted: {', '.join(s['not_launched'])}" if s.get("not_launched") else "")
+              + (f"; predicted to fault: {s['faults_predicted'][0]} of {s['faults_predicted'][1]} did"
+                 if s.get("faults_predicted", [0, 0])[1] else ""))
 
 
 def hashcheck(batch: str, first: int) -> None:
@@ -355,12 +401,17 @@ def main(argv=None) -> None:
     ln = sub.add_parser("launch")
     ln.add_argument("batch")
     ln.add_argument("cubins")
+    ln.add_argument("--only", help="launch this kernel alone (how `faults` runs each)")
     j = sub.add_parser("judge")
     j.add_argument("batch")
     j.add_argument("ncu_csv")
     j.add_argument("--device", required=True)
     j.add_argument("--command", required=True)
     j.add_argument("--date", help="when the GPU profiled the batch (UTC, ISO 8601); default now")
+    j.add_argument("--faults", help="what `faults` printed: the kernels predicted to fault, each launched alone")
+    ft = sub.add_parser("faults")
+    ft.add_argument("batch")
+    ft.add_argument("cubins")
     sub.add_parser("report")
     sub.add_parser("regress")
     h = sub.add_parser("hashcheck")
@@ -372,9 +423,11 @@ def main(argv=None) -> None:
         print(f"seed {seed} (from the clock)" if a.seed is None else f"seed {seed}", flush=True)
         draw(a.per_op, seed, a.workers)
     elif a.cmd == "launch":
-        launch(a.batch, a.cubins)
+        launch(a.batch, a.cubins, a.only)
+    elif a.cmd == "faults":
+        faults(a.batch, a.cubins)
     elif a.cmd == "judge":
-        judge(a.batch, a.ncu_csv, a.device, a.command, a.date)
+        judge(a.batch, a.ncu_csv, a.device, a.command, a.date, a.faults)
     elif a.cmd == "regress":
         regress()
     elif a.cmd == "hashcheck":

@@ -97,15 +97,12 @@ def test_a_kernel_the_driver_cannot_launch_is_judged_neither_hit_nor_miss(tmp_pa
     assert list(h["id"]) == ["gemm-0", "gemm-2"] and list(h["agrees"]) == [True, False]
 
 
-def test_launch_skips_a_kernel_whose_frame_for_every_resident_thread_exceeds_the_free_memory(tmp_path, monkeypatch,
-                                                                                            capsys):
-    """Batch 1481437295 on an H100: conv1d-38's 361,776-byte frame, reserved for the 2048 x 132 threads its SMs can
-    hold, is 91 GiB, over the 78.5 GiB free; its launch failed and took the process with it. launch now skips it in
-    its report, and launches conv1d-9 (266,288 bytes: 67 GiB, which ran)."""
+def _fake_gpu(monkeypatch, frames: dict) -> list:
+    """cupy and the toolchain as `launch` uses them, on an H100's 132 SMs with 78.5 GiB free; a cubin's text is
+    its kernel's id and its frame size is frames[id]. Returns the list the launched kernels' ids go to."""
     import sys
     import types
     from bench import heldout
-    frames = {"conv1d-9": 266288, "conv1d-38": 361776}
     launched = []
 
     class Fn:
@@ -136,18 +133,90 @@ def test_launch_skips_a_kernel_whose_frame_for_every_resident_thread_exceeds_the
     tc = types.SimpleNamespace(frame_problem=frame_problem, sass_hash=lambda blob: blob.decode(),
                                local_bytes=lambda blob: frames[blob.decode()])
     monkeypatch.setattr(heldout, "_toolchain", lambda: tc)
+    return launched
+
+
+def _cubins(tmp_path, frames: dict, errors: dict | None = None) -> Path:
+    """A batch of one-launch kernels named by frames' keys (with errors[id] as the emulator's), and their cubins."""
     ks = [{"id": i, "op": "conv1d", "sass_hash": i, "launches": [{"name": "main_kernel", "grid": [1, 1, 1],
-           "block": [16, 1, 1], "params": [["A_ptr", 8, 64]]}]} for i in frames]
+           "block": [16, 1, 1], "params": [["A_ptr", 8, 64]]}], **({"error": errors[i]} if i in (errors or {}) else {})}
+          for i in frames]
     for i in frames:
         (tmp_path / f"{i}.cubin").write_text(i)
     b = tmp_path / "batch.json"
     b.write_text(json.dumps({"kernels": ks}))
+    return b
+
+
+def test_launch_skips_a_kernel_whose_frame_for_every_resident_thread_exceeds_the_free_memory(tmp_path, monkeypatch,
+                                                                                            capsys):
+    """Batch 1481437295 on an H100: conv1d-38's 361,776-byte frame, reserved for the 2048 x 132 threads its SMs can
+    hold, is 91 GiB, over the 78.5 GiB free; its launch failed and took the process with it. launch now skips it in
+    its report, and launches conv1d-9 (266,288 bytes: 67 GiB, which ran)."""
+    from bench import heldout
+    frames = {"conv1d-9": 266288, "conv1d-38": 361776}
+    launched = _fake_gpu(monkeypatch, frames)
+    b = _cubins(tmp_path, frames)
     heldout.launch(str(b), str(tmp_path))
     report = heldout.launch_report(capsys.readouterr().out)
     assert launched == ["conv1d-9"]
     assert report["launched"] == 1 and list(report["skipped"]) == ["conv1d-38"]
     assert report["skipped"]["conv1d-38"] == ("353 KB of local memory per thread, 91.1 GiB for the 270336 threads "
                                               "the GPU's SMs can hold, over the 78.5 GiB free")
+
+
+def test_a_kernel_predicted_to_fault_is_launched_alone_and_judged_by_whether_the_gpu_stopped_it(tmp_path,
+                                                                                                monkeypatch, capsys):
+    """Batch 3706999825's gemm-27: the emulator predicts 'misaligned address' (a 128-bit cp.async into shared rows
+    of one float). A fault ends the process that launched it, so `launch` sets such a kernel apart and `faults`
+    launches each alone; `judge` counts it as agreeing where the GPU stopped it, and refuses to judge without
+    that record."""
+    from bench import heldout
+    frames = {"gemm-0": 0, "gemm-1": 0, "gemm-2": 0}
+    errors = {i: "Misaligned: main_kernel, instruction /*1ed0*/ LDGSTS.E.BYPASS.128 ..." for i in ("gemm-1", "gemm-2")}
+    launched = _fake_gpu(monkeypatch, frames)
+    b = _cubins(tmp_path, frames, errors)
+    heldout.launch(str(b), str(tmp_path))
+    report = heldout.launch_report(capsys.readouterr().out)
+    assert launched == ["gemm-0"] and report["apart"] == ["gemm-1", "gemm-2"] and report["launched"] == 1
+    heldout.launch(str(b), str(tmp_path), only="gemm-1")
+    assert launched == ["gemm-0", "gemm-1"]
+    doc = json.loads(b.read_text())
+    pred = {k: 100 for k in heldout.NCU}
+    doc.update(seed=7, drawn="2026-12-06T00:00:00+00:00", measured=None)
+    for e in doc["kernels"]:
+        e.update(op="gemm", remainder=False, predicted=None if e["id"] in errors else dict(pred))
+    batch = tmp_path / "batch-7.json"
+    batch.write_text(json.dumps(doc))
+    csv = tmp_path / "ncu.csv"
+    csv.write_text(_ncu_csv([{m: 100 for m in heldout.NCU.values()}], report))
+    with pytest.raises(SystemExit, match="gemm-1, gemm-2 predicted to fault.*--faults"):
+        heldout.judge(str(batch), str(csv), "NVIDIA H100 80GB HBM3", "cmd")
+    ran = tmp_path / "faults.json"
+    ran.write_text(json.dumps({"gemm-1": {"rc": 1, "faulted": True, "said": heldout.FAULT},
+                               "gemm-2": {"rc": 0, "faulted": False, "said": ""}}))
+    heldout.judge(str(batch), str(csv), "NVIDIA H100 80GB HBM3", "cmd", "2026-12-07T00:00:00+00:00", str(ran))
+    out = json.loads(batch.read_text())
+    assert [e["agrees"] for e in out["kernels"]] == [True, True, False]
+    assert out["summary"]["faults_predicted"] == [1, 2] and out["summary"]["emulator_errors"] == 0
+    assert out["measured"]["faults"]["gemm-1"]["faulted"] and out["summary"]["agree"] == 2
+
+
+def test_faults_launches_each_predicted_fault_in_a_process_of_its_own(tmp_path, monkeypatch, capsys):
+    import subprocess
+    from bench import heldout
+    b = _cubins(tmp_path, {"gemm-0": 0, "gemm-1": 0, "gemm-2": 0},
+                {"gemm-1": "Misaligned: ...", "gemm-2": "EmulationError: ..."})
+    calls = []
+
+    def run(cmd, **kw):
+        calls.append(cmd[-1])
+        return subprocess.CompletedProcess(cmd, 1, "", "launching gemm-1\ncupy_backends.cuda.api.driver."
+                                           f"CUDADriverError: {heldout.FAULT}: misaligned address\n")
+    monkeypatch.setattr(heldout.subprocess, "run", run)
+    heldout.faults(str(b), str(tmp_path))
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert calls == ["gemm-1"] and out["gemm-1"]["faulted"] and out["gemm-1"]["said"].endswith("misaligned address")
 
 
 def test_judge_refuses_a_log_whose_launch_did_not_finish(tmp_path):
