@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .values import B32, M32, Bits, Lanes, Unknown, bits_of, make, merge, pred_not, s32, select, z64
+from .values import B32, M32, Bits, Lanes, Mixed, Unknown, bits_of, make, merge, pred_not, s32, select, z64
 
 _CMP = {"LT": np.less, "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal, "EQ": np.equal,
         "NE": np.not_equal}
@@ -392,6 +392,9 @@ def lop3(m, ins, mask, g, w):
         pout, ops = ops[0], ops[1:]
     dst = ops[0]
     a, b, c = (m.val(ins, o) for o in ops[1:4])
+    if m.taint is not None:     # a Mixed operand: bit by bit, its unknown lanes know none of their bits
+        a, b, c = (_bitwise(m, ins, o) for o in ops[1:4])
+        m.taint = None
     lut = ops[4].value
     bad = _unknown(a, b, c)
     known = M32
@@ -426,6 +429,19 @@ def lop3(m, ins, mask, g, w):
         m.put(pout.name, v, w)
 
 
+def _bitwise(m, ins, o):
+    """An operand of bitwise logic, a Mixed register as Bits (every bit known in its known lanes, none in the
+    others), so that bits set or cleared by a mask become known in every lane: nvcc packs predicates into bits
+    of a register that holds a float in some lanes (held-out gemm-24, batch 3706999825: R25 written by FFMA
+    under a guard, then cleared and set bit by bit and read back with LOP3; as a Mixed operand its unknown
+    lanes made the whole result unknown there)."""
+    if o.kind == "reg" and not (o.inv or o.neg):
+        v = m.regs.get(o.name)
+        if isinstance(v, Mixed):
+            return Bits(*bits_of(v), v.why)
+    return m.val(ins, o)
+
+
 def plop3(m, ins, mask, g, w):
     d1, d2, pa, pb, pc, lut, lut2 = ins.ops[:7]
     a, b, c = m.pred(pa), m.pred(pb), m.pred(pc)
@@ -441,10 +457,11 @@ def plop3(m, ins, mask, g, w):
 
 def isetp(m, ins, mask, g, w):
     d1, d2, a_o, b_o = ins.ops[:4]
-    pin = m.pred(ins.ops[4]) if len(ins.ops) > 4 else True
     if "EX" in ins.mods:
         m.fail(ins, "64-bit comparisons (ISETP.EX) are not emulated")
     a, b = m.val(ins, a_o), m.val(ins, b_o)
+    compared = m.taint                  # lanes whose comparison read an unknown part (lenient)
+    pin = m.pred(ins.ops[4]) if len(ins.ops) > 4 else True
     bad = _unknown(a, b, pin)
     if bad is not None:
         m.put(d1.name, bad, w)
@@ -463,8 +480,22 @@ def isetp(m, ins, mask, g, w):
         r = bool(r) if np.ndim(r) == 0 else _collapse(r)
         m._memo[key] = ((a, b), r)
     boolop = next(x for x in ins.mods if x in ("AND", "OR", "XOR"))
-    m.put(d1.name, _bool_op(boolop, r, pin), w)
-    m.put(d2.name, _bool_op(boolop, pred_not(r), pin), w)
+    read = m.taint
+    for dst, x in ((d1, r), (d2, pred_not(r))):
+        if read is not compared and boolop != "XOR":
+            m.taint = _decided(read, compared, x if boolop == "OR" else pred_not(x))
+        m.put(dst.name, _bool_op(boolop, x, pin), w)
+
+
+def _decided(read, compared, decides):
+    """The lanes whose result is Unknown when the input predicate is unknown in `read` lanes but the comparison
+    alone `decides` the result in some of them (x OR p where x is true, x AND p where x is false): those lanes
+    are known. nvcc packs bounds predicates into bits of a register that holds a float in lanes where the
+    comparison already decides (held-out gemm-24, batch 3706999825: ISETP.GT.U32.OR P0, PT, R4, 0x38, !P0)."""
+    rest = read & ~np.asarray(decides, dtype=bool)
+    if compared is not None:
+        rest = rest | compared
+    return rest if rest.any() else None
 
 
 def sel(m, ins, mask, g, w):

@@ -172,6 +172,34 @@ def test_a_predicate_read_from_packed_bits_needs_them_known_only_in_the_lanes_th
             block=64)
 
 
+def test_a_predicate_or_ed_with_a_comparison_that_decides_it_is_known_where_the_comparison_decides():
+    # nvcc packs a bounds predicate into a bit of a register that holds a loaded value in other lanes, and reads
+    # it back only OR-ed with a comparison that is true in those lanes (ISETP.GT.U32.OR P0, PT, R4, 0x38, !P0)
+    prog = ["S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x10, PT", "LDS R9, [RZ]",
+            "@!P0 LOP3.LUT R9, R9, 0xfffffffe, RZ, 0xc0, !PT", "LOP3.LUT P1, RZ, R9, 0x1, RZ, 0xc0, !PT"]
+    m = run(listing(*prog, "ISETP.GT.U32.OR P2, PT, R0, 0xf, !P1", "@P2 BRA `(E)", "STS [RZ], RZ", "E:", "EXIT"),
+            block=64)
+    assert m.counts == {"shared_ld": 2}             # every lane branches: 0-15 by the bit, 16-63 by the comparison
+    m = run(listing(*prog, "ISETP.LT.U32.AND P2, PT, R0, 0x10, P1", "@P2 BRA `(E)", "STS [RZ], RZ", "E:", "EXIT"),
+            block=64)
+    assert m.counts == {"shared_ld": 2, "shared_st": 2}     # no lane branches: 0-15 by the bit, 16-63 by the comparison
+    with pytest.raises(EmulationError, match=r"BRA.*the branch depends on a value loaded from shared memory"):
+        run(listing(*prog, "ISETP.GT.U32.OR P2, PT, R0, 0x1f, !P1", "@P2 BRA `(E)", "STS [RZ], RZ", "E:", "EXIT"),
+            block=64)                               # lanes 16-31 need the bit: the comparison is false there
+
+
+def test_bits_cleared_in_a_register_known_only_in_some_lanes_are_known_in_every_lane():
+    # held-out gemm-24 (batch 3706999825): R25 holds a float in some lanes (written under a guard) and is known
+    # in the others; nvcc clears and sets single bits of it with LOP3 and reads them back to guard loads
+    prog = ["S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x10, PT", "LDS R9, [RZ]", "@P0 IMAD.MOV.U32 R9, RZ, RZ, R0",
+            "LOP3.LUT R9, R9, 0xfffffffe, RZ, 0xc0, !PT", "LOP3.LUT P1, RZ, R9, 0x1, RZ, 0xc0, !PT"]
+    m = run(listing(*prog, "@P1 BRA `(E)", "STS [RZ], RZ", "E:", "EXIT"), block=64)
+    assert m.counts == {"shared_ld": 2, "shared_st": 2}         # bit 0 is clear in every lane: none branches
+    with pytest.raises(EmulationError, match=r"BRA.*the branch depends on a value loaded from shared memory"):
+        run(listing(*prog, "LOP3.LUT P2, RZ, R9, 0x2, RZ, 0xc0, !PT", "@P2 BRA `(E)", "STS [RZ], RZ", "E:", "EXIT"),
+            block=64)                                           # bit 1 is still unknown in lanes 0-15
+
+
 @pytest.mark.parametrize("half, error", [("LO", None), ("HI", "R22 before anything was written to it")])
 def test_idp_2a_needs_known_only_the_two_bytes_of_b_it_reads(half, error):
     # held-out dwsep_conv2d-2 (batch 3765975936): nvcc packs b of IDP.2A.LO from bytes of a register it never
