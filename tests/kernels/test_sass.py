@@ -200,6 +200,19 @@ def test_bits_cleared_in_a_register_known_only_in_some_lanes_are_known_in_every_
             block=64)                                           # bit 1 is still unknown in lanes 0-15
 
 
+def test_bytes_permuted_into_a_register_known_only_in_some_lanes_are_known_in_every_lane():
+    # held-out gemm-32 (batch 3706999825): R50 holds a float loaded from shared memory in some lanes; nvcc
+    # PRMTs a 16-bit counter into its low half and reads the low byte back to address a cp.async
+    prog = ["S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x10, PT", "LDS R50, [RZ]", "@P0 IMAD.MOV.U32 R50, RZ, RZ, R0",
+            "PRMT R50, R0, 0x7610, R50", "LOP3.LUT R50, R50, 0xff, RZ, 0xc0, !PT", "ULDC.64 UR4, c[0x0][0x208]",
+            "LDC.64 R4, c[0x0][0x210]"]
+    m = run(listing(*prog, "IMAD.WIDE R4, R50, 0x4, R4", "LDG.E R7, desc[UR4][R4.64]", "EXIT"), block=64)
+    assert m.counts == {"shared_ld": 2, "global_ld": 2} and m.sectors == 8     # 64 lanes read 64 floats
+    with pytest.raises(EmulationError, match=r"LDG.*its address depends on a value loaded from shared memory"):
+        run(listing(*prog[:5], "SHF.R.U32.HI R50, RZ, 0x10, R50", *prog[6:], "IMAD.WIDE R4, R50, 0x4, R4",
+                    "LDG.E R7, desc[UR4][R4.64]", "EXIT"), block=64)          # the high half is the float's
+
+
 @pytest.mark.parametrize("half, error", [("LO", None), ("HI", "R22 before anything was written to it")])
 def test_idp_2a_needs_known_only_the_two_bytes_of_b_it_reads(half, error):
     # held-out dwsep_conv2d-2 (batch 3765975936): nvcc packs b of IDP.2A.LO from bytes of a register it never
