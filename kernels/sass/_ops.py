@@ -696,7 +696,7 @@ def ldgsts(m, ins, mask, g, w):
     active = m._and(mask, g)
     m.check_aligned(ins, sh, active, width, "shared")
     m.check_aligned(ins, gl, active, width, "global")
-    n = m.sectors_of(gl, active, width)
+    n = m.copy_sectors(gl, sh, active, width)
     m.sectors += n
     m.per_pc_sectors[ins.pc] += n
     m.note_tensor(ins.pc, gl, active)
