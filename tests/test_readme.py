@@ -173,7 +173,7 @@ def test_readme_fifth_gpu_batch_the_cubes_and_the_goal_table_come_from_the_data(
         assert f"| {name}, same | {len(v)} shapes: {_gm(v)}, lowest {min(v):.2f}x | yes |" in text
         assert min(v) >= 0.5 and float(_gm(v)[:-1]) >= 1.0
     revised = ("h100_dwsep_suite_2.json", "h100_dwsep_suite_3.json", "h100_suite_2.json", "h100_suite_3.json",
-               "h100_suite_4.json", "h100_suite_6.json")
+               "h100_suite_4.json", "h100_suite_6.json", "h100_suite_7.json")
     v = [r["ours"]["vs_vendor"] for r in _rows(revised, "dwsep_conv2d", once=True)]
     assert f"all {len(v)} since `d_kernel`'s revised rule: {_gm(v)}, {sum(x < 0.5 for x in v)} below 0.5x" in text
 
@@ -189,7 +189,6 @@ def test_readme_sixth_gpu_batch_and_the_metaschedule_row_come_from_the_data():
             f"{_gm([_best_alone(r) for r in dw])}), {sum(v >= 1 for v in t)} of {len(dw)} at or above, lowest "
             f"{min(t):.2f}x") in text
     assert len({r["draw"]["seed"] for r in dw}) == 1 and sorted(r["draw"]["index"] for r in dw) == list(range(19))
-    assert f"latest batch (with the spread), {len(dw)} shapes: {_gm(t)}, lowest {min(t):.2f}x" in text
     fused = next(r for r in dw if r["shape"] == {"B": 8, "C": 192, "H": 112, "W": 112, "K": 3, "F": 64})
     assert (f"`best` alone {_best_alone(fused):.2f}x, the tuner's `d_kernel` winner "
             f"{fused['ours']['vs_vendor']:.2f}x") in text
@@ -206,6 +205,34 @@ def test_readme_sixth_gpu_batch_and_the_metaschedule_row_come_from_the_data():
             f"{_gm(got)} in geometric mean, slower at {sum(x < 1 for x in got)} (3-4 us kernels); at "
             f"{len(rows) - len(got)} more it gave none |") in text
     assert f"{_gm(got[1:])} in geometric mean. At two shapes" in text      # the sixth batch's alone
+
+
+def test_readme_seventh_gpu_batch_and_the_goal_table_come_from_the_data():
+    """h100_suite_7: a depthwise-separable draw judging best's narrowed fused rule, and the cubes with 32 trials."""
+    import json
+    text = " ".join((ROOT / "README.md").read_text().split())
+    dw = _rows(["h100_suite_7.json"], "dwsep_conv2d")
+    t = [r["ours"]["vs_vendor"] for r in dw]
+    assert len(dw) == 20 and len({r["draw"]["seed"] for r in dw}) == 1
+    assert (f"all 20 of the draw's shapes (seed {dw[0]['draw']['seed']}), the first draw since `best` kept the fused "
+            f"kernel only at 64 input channels or fewer: tuned {_gm(t)} cuDNN in geometric mean (`best` alone "
+            f"{_gm([_best_alone(r) for r in dw])}), {sum(v >= 1 for v in t)} of 20 at or above, lowest "
+            f"{min(t):.2f}x") in text
+    fused = next(r for r in dw if r["shape"] == {"B": 4, "C": 48, "H": 112, "W": 112, "K": 7, "F": 64})
+    assert (f"`best` alone {_best_alone(fused):.2f}x, the tuner's `d_kernel` winner "
+            f"{fused['ours']['vs_vendor']:.2f}x") in text
+    six = [r["ours"]["vs_vendor"] for r in _rows(["h100_suite_6.json"], "dwsep_conv2d")]
+    assert (f"sixth and seventh batches (with the spread), {len(six)} and {len(t)} shapes: {_gm(six)} and {_gm(t)}, "
+            f"lowest {min(six):.2f}x and {min(t):.2f}x") in text
+    small = [r["ours"]["vs_vendor"] for r in dw if r["shape"]["H"] * r["shape"]["W"] <= 14 * 14]
+    assert f"the five shapes of 7x7 and 14x14 gave {min(small):.2f}x to {max(small):.2f}x tuned" in text
+    assert len(small) == 5
+    steps = json.loads((ROOT / "data" / "h100_suite_7.json").read_text())["steps"]
+    cubes = [st["output"] for st in steps if st["name"].startswith("gemm M=")]
+    assert [c["ours"]["trials"] for c in cubes] == [32, 32]
+    assert f"{cubes[0]['ours']['vs_vendor']:.2f}x and {cubes[1]['ours']['vs_vendor']:.2f}x cuBLAS again" in text
+    assert (f"| GEMM 4096^3 at 1.0x, 1024^3 at 1.2x cuBLAS | {cubes[1]['ours']['vs_vendor']:.2f}x and "
+            f"{cubes[0]['ours']['vs_vendor']:.2f}x (8 trials and 32 alike) | no |") in text
 
 
 def test_readme_split_k_judgement_comes_from_the_data():
