@@ -526,7 +526,7 @@ class Machine:
         """Distinct 32-byte sectors per request of the active lanes."""
         if active is False:
             return 0
-        L = WARP // max(1, width // 4) if width > 4 else WARP
+        L = _lanes_per_request(width)
         if isinstance(addr, tuple):
             base, c = addr[1], addr[2]
             key = ("sec", id(base), c % 32, id(active) if active is not ALL else 0, width)
@@ -537,11 +537,9 @@ class Machine:
             r = self._distinct(a >> 5, active, L)
             self._memo[key] = (base, active, r)
             return r
-        if isinstance(addr, int):
-            if active is ALL or active is True:
-                return self._requests_all(L)
-            return self._distinct(np.full(self.n, addr >> 5, np.int64), active, L)
-        return self._distinct(addr >> 5, active, L)
+        if isinstance(addr, int) and (active is ALL or active is True):
+            return self._requests_all(L)
+        return self._distinct(self._sector_index(addr), active, L)
 
     def _requests_all(self, L: int) -> int:
         return int(np.ceil(self.T / L)) * self.nb
@@ -554,7 +552,7 @@ class Machine:
         rule and the global sectors alone agree everywhere else). Narrower copies count the global sectors."""
         if width != 16 or active is False:
             return self.sectors_of(gl, active, width)
-        L = WARP // 4
+        L = _lanes_per_request(width)
         per = [self._per_request(self._sector_index(a), active, L) for a in (gl, sh)]
         return int(np.maximum(*per).sum())
 
@@ -587,6 +585,11 @@ class Machine:
         s = np.sort(rows, axis=1)
         new = (s[:, 1:] != s[:, :-1]) & (s[:, 1:] >= 0)
         return new.sum(axis=1) + (s[:, 0] >= 0)
+
+
+def _lanes_per_request(width: int) -> int:
+    """Lanes served by one request of a global access of this many bytes a lane (128 bytes a request above 4)."""
+    return WARP // max(1, width // 4) if width > 4 else WARP
 
 
 def _no_value(m, ins, mask, g, wmask):
