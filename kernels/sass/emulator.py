@@ -29,6 +29,7 @@ its lanes reaches it, whether or not its guard predicate is on; a global load's 
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -43,6 +44,7 @@ ALL = "all"                     # a mask: every lane of the chunk
 LOCAL_TOP = 0xFFFDC0            # c[0x0][0x28]: the local-memory stack top each thread starts from
 CLASSES = {"LDG": "global_ld", "STG": "global_st", "LDS": "shared_ld", "LDSM": "shared_ld", "STS": "shared_st",
            "LDGSTS": "ldgsts", "LDL": "local_ld", "STL": "local_st"}
+_PRED = re.compile(r"U?P[0-6T]")       # a predicate register
 UNSUPPORTED = {"CALL", "RET", "BRX", "JMX", "JMP", "ATOM", "ATOMG", "ATOMS", "RED", "BRA.DIV"}
 # The run's memo (results remembered per operand pair, each holding its operands' lane arrays) is emptied, and
 # the freed heap handed back, when the process has grown this much since the chunk started or since the memo
@@ -374,6 +376,9 @@ class Machine:
                 self.counts[cls] += nw
             if op == "BRA":
                 g = self.guard(ins)
+                for o in ins.ops[:-1]:      # `@!P0 BRA P2, L` branches where the guard AND P2 hold
+                    if o.kind == "reg" and _PRED.fullmatch(o.name) and not isinstance(g, Unknown):
+                        g = _ops._bool_op("AND", g, self.pred(o))
                 target = labels[ins.ops[-1].name]
                 if isinstance(g, Unknown):
                     self.fail(ins, f"the branch depends on {g.why}, which the emulator does not compute")

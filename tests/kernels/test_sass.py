@@ -99,6 +99,17 @@ def test_divergent_lanes_run_both_sides_and_reconverge():
     assert m.counts == {"shared_ld": 4, "shared_st": 2}
 
 
+@pytest.mark.parametrize("operand, taken", [("P2", 0), ("!P2", 1), ("PT", 1)])
+def test_a_branch_with_a_predicate_operand_is_taken_where_the_guard_and_the_operand_both_hold(operand, taken):
+    # held-out gemm-0 (batch 1926702354): `@!P0 BRA P2, L` leaves an unrolled loop's last iteration to the code
+    # after it; taking it on the guard alone sent 2573 of 3237 such iterations down the other path (the GPU
+    # counted 172391 more shared loads, 67 per iteration). Lanes 0-15 have !P0, lanes 40-63 have P2
+    m = run(listing("S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x10, PT", "ISETP.GE.AND P2, PT, R0, 0x28, PT",
+                    f"@!P0 BRA {operand}, `(T)", "LDS R2, [RZ]", "BRA `(J)", "T:", "LDS R3, [RZ+0x4]", "J:", "EXIT"),
+            block=64)
+    assert m.per_pc[0x60] == taken and m.per_pc[0x40] == 2     # warp 0 takes it or not; both warps fall through
+
+
 @pytest.mark.parametrize("join, loads, at_join", [("", 5, 4), ("BSYNC B0", 3, 2)])
 def test_groups_of_one_warp_meet_at_a_branch_target_apart_unless_it_is_a_convergence_point(join, loads, at_join):
     # lanes 16-63 branch to J first (warp 1 whole, warp 0 in part), lanes 8-15 next, lanes 0-7 fall through to
