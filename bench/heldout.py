@@ -1,6 +1,7 @@
 """Held-out validation of the machine's view: kernels nobody has measured, predictions written first.
 
     python -m bench.heldout draw [--per-op 52] [--seed S]        here: draw, compile, predict, write the batch
+        [--ops gemm --fix async_copy=true,vector=4] [--without-copy-rule]     a batch restricted to judge one rule
     python3 -m bench.heldout launch BATCH.json CUBINS/           on the GPU, under ncu: each kernel once (carry
         .heldout/SEED.tar.xz, which draw packs, and untar it there first)
     python3 -m bench.heldout faults BATCH.json CUBINS/ > F.json  on the GPU, not under ncu: each kernel the
@@ -45,12 +46,15 @@ NCU = {"global_ld": "smsp__inst_executed_op_global_ld.sum", "global_st": "smsp__
        "local_ld": "smsp__inst_executed_op_local_ld.sum", "local_st": "smsp__inst_executed_op_local_st.sum"}
 
 
-def random_shape(op: str, rng, ragged: bool) -> dict:
-    """Moderate shapes (a few million lanes at most); `ragged` draws odd sizes (no power-of-two tile divides)."""
+def random_shape(op: str, rng, ragged: bool, multiple: int = 1) -> dict:
+    """Moderate shapes (a few million lanes at most); `ragged` draws odd sizes (no power-of-two tile divides).
+    `multiple`: GEMM's N and K a multiple of it (vectors of that many floats need it), still ragged: 4 x odd."""
     def n(lo, hi):
         v = int(rng.integers(lo, hi + 1))
         return v | 1 if ragged else max(lo, 1 << (v.bit_length() - 1))
     if op == "gemm":
+        if multiple > 1:
+            return {"M": n(1, 1024), "N": multiple * n(1, 1024 // multiple), "K": multiple * n(1, 1024 // multiple)}
         return {"M": n(1, 1024), "N": n(1, 1024), "K": n(1, 1024)}
     if op == "conv1d":
         return {"M": n(1, 200000), "N": n(1, 1100)}
@@ -78,6 +82,7 @@ def _predict(job: tuple) -> dict:
                            "params": [[p.name, p.size, p.nbytes] for p in ln.params]} for ln in c.launches]}
     if not predict:
         return entry
+    alternative = entry.pop("without_copy_rule", False)
 
     def too_long(*_):
         raise TimeoutError(f"the emulation did not finish in {PREDICT_LIMIT_S / 60:.0f} minutes")
@@ -88,6 +93,14 @@ def _predict(job: tuple) -> dict:
     try:
         m = sass.machine_counts(op, s, k)
         entry["predicted"] = {key: int(m.ncu[NCU[key]]) for key in NCU}
+        if alternative:         # the same kernel with every cp.async counting its global sectors alone
+            from kernels.sass.emulator import Machine
+            Machine.copy_rule = False
+            try:
+                alt = sass._machine_counts(op, tuple(s.items()), k, None)
+            finally:
+                Machine.copy_rule = True
+            entry["without_copy_rule"] = {"sectors": int(alt.ncu[NCU["sectors"]])}
     except Exception as e:      # noqa: BLE001 - a kernel the emulator cannot read (or not in time) is a miss, on record
         entry["error"] = f"{type(e).__name__}: {e}" if not isinstance(e, MemoryError) else \
             f"MemoryError: the emulation needed more than {PREDICT_MEMORY >> 30} GB"
@@ -109,6 +122,9 @@ PREDICT_LIMIT_S = 600
 PREDICT_MEMORY = 8 << 30
 
 
+DRAW_TRIES = 2000              # random shapes a drawn kernel may take before the draw gives up on its knobs
+
+
 def _vm_bytes() -> int:
     """This process's virtual memory now (what RLIMIT_AS counts)."""
     for line in open("/proc/self/status"):
@@ -117,7 +133,23 @@ def _vm_bytes() -> int:
     return 0
 
 
-def draw(per_op: int, seed: int, workers: int) -> Path:
+def fixed_knobs(ops: tuple, text: str | None) -> dict:
+    """`--fix` as {knob: value}, checked against the one operator it needs."""
+    from kernels.knobs import KnobError, parse_knobs
+    if not text:
+        return {}
+    if len(ops) != 1:
+        raise SystemExit("--fix names knobs of one operator: give it with --ops OP, e.g. --ops gemm.")
+    try:
+        k = parse_knobs(ops[0], "cuda", text)
+    except KnobError as e:
+        raise SystemExit(" ".join(e.problems)) from None
+    return {item.partition("=")[0].strip(): getattr(k, item.partition("=")[0].strip())
+            for item in text.split(",") if item.strip()}
+
+
+def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None = None,
+         without_copy_rule: bool = False) -> Path:
     import multiprocessing as mp
 
     import numpy as np
@@ -129,18 +161,25 @@ def draw(per_op: int, seed: int, workers: int) -> Path:
     rng = np.random.default_rng(seed)
     out_dir = CUBINS / str(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
+    fixed = fixed_knobs(ops, fix)
     drawn = []
-    for op in OPS:
-        made = 0
+    for op in ops:
+        made = tries = 0
         while made < per_op:
             ragged = made % 2 == 0                  # every other kernel at a shape no tile divides
-            s = random_shape(op, rng, ragged)
-            use_best = rng.integers(5) == 0
-            k = preset(op, "cuda", "best", s) if use_best else random_valid(op, "cuda", s, rng)
+            tries += 1
+            if tries > DRAW_TRIES:
+                raise SystemExit(f"No valid {op} setting keeping {fix} was found at {DRAW_TRIES} random "
+                                 f"{'shapes no tile divides' if ragged else 'shapes'}; fix fewer knobs.")
+            s = random_shape(op, rng, ragged, int(fixed.get("vector", 1)) if op == "gemm" else 1)
+            use_best = not fixed and rng.integers(5) == 0
+            k = preset(op, "cuda", "best", s) if use_best else random_valid(op, "cuda", s, rng, fixed=fixed)
             if k is None or has_remainder(k, s) != ragged and ragged:
                 continue
+            tries = 0
             drawn.append({"id": f"{op}-{made}", "op": op, "shape": s, "preset": "best" if use_best else "",
-                          "knobs": knobs_text(k), "remainder": bool(has_remainder(k, s))})
+                          "knobs": knobs_text(k), "remainder": bool(has_remainder(k, s)),
+                          **({"without_copy_rule": True} if without_copy_rule else {})})
             made += 1
     kernels = []
     DATA.mkdir(parents=True, exist_ok=True)
@@ -164,7 +203,10 @@ def draw(per_op: int, seed: int, workers: int) -> Path:
                  f"commit it names, {b['emulator_commit'][:12]}"))
         return path
     path.write_text(rows_json({"seed": seed, "drawn": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                               "command": f"python -m bench.heldout draw --per-op {per_op} --seed {seed}",
+                               "command": f"python -m bench.heldout draw --per-op {per_op} --seed {seed}"
+                                          + (f" --ops {','.join(ops)}" if ops != OPS else "")
+                                          + (f" --fix {fix}" if fix else "")
+                                          + (" --without-copy-rule" if without_copy_rule else ""),
                                "emulator_commit": head, "uncommitted_changes": dirty, "nvrtc": nvrtc_version(),
                                "kernels": kernels, "measured": None}, "kernels"))
     print(f"seed {seed}: {len(kernels)} kernels -> {path}; cubins in {out_dir}")
@@ -340,7 +382,20 @@ def summary(b: dict) -> dict:
             "emulator_errors": sum("error" in e and not predicted_fault(e) for e in ks),
             "faults_predicted": [sum(e["agrees"] for e in ks if predicted_fault(e)), sum(map(predicted_fault, ks))],
             "spilling": sum(e.get("measured", {}).get("local_st", 0) > 0 for e in ks),
-            "not_launched": sorted(e["id"] for e in b["kernels"] if "not_launched" in e)}
+            "not_launched": sorted(e["id"] for e in b["kernels"] if "not_launched" in e),
+            **_copy_rule(ks)}
+
+
+def _copy_rule(ks: list) -> dict:
+    """For a batch drawn --without-copy-rule: at the kernels where the cp.async sector rule changes the global load
+    sectors, how many the GPU's count equals with the rule, and how many without it."""
+    both = [e for e in ks if "without_copy_rule" in e and "sectors" in e.get("measured", {})
+            and e["without_copy_rule"]["sectors"] != e["predicted"]["sectors"]]
+    if not any("without_copy_rule" in e for e in ks):
+        return {}
+    return {"copy_rule": {"changes": len(both),
+                          "with_rule": sum(e["measured"]["sectors"] == e["predicted"]["sectors"] for e in both),
+                          "without": sum(e["measured"]["sectors"] == e["without_copy_rule"]["sectors"] for e in both)}}
 
 
 def report() -> None:
@@ -352,7 +407,10 @@ def report() -> None:
               + ", ".join(f"{op} {a}/{n}" for op, (a, n) in s["per_op"].items())
               + (f"; not launchable, not counted: {', '.join(s['not_launched'])}" if s.get("not_launched") else "")
               + (f"; predicted to fault: {s['faults_predicted'][0]} of {s['faults_predicted'][1]} did"
-                 if s.get("faults_predicted", [0, 0])[1] else ""))
+                 if s.get("faults_predicted", [0, 0])[1] else "")
+              + (f"; where the cp.async sector rule changes the count ({s['copy_rule']['changes']} kernels), the GPU "
+                 f"counted it at {s['copy_rule']['with_rule']}, the global sectors alone at "
+                 f"{s['copy_rule']['without']}" if s.get("copy_rule") else ""))
 
 
 def hashcheck(batch: str, first: int) -> None:
@@ -398,6 +456,11 @@ def main(argv=None) -> None:
     d.add_argument("--per-op", type=int, default=52)
     d.add_argument("--seed", type=int)
     d.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    d.add_argument("--ops", default=",".join(OPS), help="operators to draw, comma-separated (default all four)")
+    d.add_argument("--fix", help="knobs every drawn setting keeps, e.g. async_copy=true,vector=4 (one operator)")
+    d.add_argument("--without-copy-rule", action="store_true",
+                   help="also predict each kernel's global load sectors with every cp.async counting its global "
+                        "sectors alone, so that the judgement says which of the two the GPU counts")
     ln = sub.add_parser("launch")
     ln.add_argument("batch")
     ln.add_argument("cubins")
@@ -421,7 +484,10 @@ def main(argv=None) -> None:
     if a.cmd == "draw":
         seed = a.seed if a.seed is not None else time.time_ns() % (1 << 32)
         print(f"seed {seed} (from the clock)" if a.seed is None else f"seed {seed}", flush=True)
-        draw(a.per_op, seed, a.workers)
+        ops = tuple(x.strip() for x in a.ops.split(",") if x.strip())
+        if not ops or set(ops) - set(OPS):
+            raise SystemExit(f"--ops takes operators from {', '.join(OPS)}, not '{a.ops}'.")
+        draw(a.per_op, seed, a.workers, ops, a.fix, a.without_copy_rule)
     elif a.cmd == "launch":
         launch(a.batch, a.cubins, a.only)
     elif a.cmd == "faults":

@@ -96,6 +96,8 @@ def _bytes(ins: Instr) -> int:
 class Machine:
     """One chunk of blocks [b0, b1) of one kernel launch."""
 
+    copy_rule = True        # copy_sectors' rule for 128-bit copies; off, they count their global sectors alone
+
     def __init__(self, kernel: Kernel, launch: Launch, b0: int, b1: int, tracer=None):
         self.k, self.launch, self.tracer = kernel, launch, tracer
         T = launch.threads
@@ -555,7 +557,7 @@ class Machine:
         read one sector into two shared blocks count two (held-out gemm-19 and gemm-41 of batch 3706999825,
         32 sectors a block more than the global sectors alone; over the 190 judged kernels with LDGSTS this
         rule and the global sectors alone agree everywhere else). Narrower copies count the global sectors."""
-        if width != 16 or active is False:
+        if width != 16 or active is False or not self.copy_rule:
             return self.sectors_of(gl, active, width)
         L = _lanes_per_request(width)
         per = [self._per_request(self._sector_index(a), active, L) for a in (gl, sh)]
