@@ -144,8 +144,8 @@ def fixed_knobs(ops: tuple, text: str | None) -> dict:
         k = parse_knobs(ops[0], "cuda", text)
     except KnobError as e:
         raise SystemExit(" ".join(e.problems)) from None
-    return {item.partition("=")[0].strip(): getattr(k, item.partition("=")[0].strip())
-            for item in text.split(",") if item.strip()}
+    names = [item.partition("=")[0].strip() for item in text.split(",") if item.strip()]
+    return {name: getattr(k, name) for name in names}
 
 
 def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None = None,
@@ -171,7 +171,7 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
             if tries > DRAW_TRIES:
                 raise SystemExit(f"No valid {op} setting keeping {fix} was found at {DRAW_TRIES} random "
                                  f"{'shapes no tile divides' if ragged else 'shapes'}; fix fewer knobs.")
-            s = random_shape(op, rng, ragged, int(fixed.get("vector", 1)) if op == "gemm" else 1)
+            s = random_shape(op, rng, ragged, int(fixed.get("vector", 1)))
             use_best = not fixed and rng.integers(5) == 0
             k = preset(op, "cuda", "best", s) if use_best else random_valid(op, "cuda", s, rng, fixed=fixed)
             if k is None or has_remainder(k, s) != ragged and ragged:
@@ -389,10 +389,10 @@ def summary(b: dict) -> dict:
 def _copy_rule(ks: list) -> dict:
     """For a batch drawn --without-copy-rule: at the kernels where the cp.async sector rule changes the global load
     sectors, how many the GPU's count equals with the rule, and how many without it."""
-    both = [e for e in ks if "without_copy_rule" in e and "sectors" in e.get("measured", {})
-            and e["without_copy_rule"]["sectors"] != e["predicted"]["sectors"]]
     if not any("without_copy_rule" in e for e in ks):
         return {}
+    both = [e for e in ks if "without_copy_rule" in e and "sectors" in e.get("measured", {})
+            and e["without_copy_rule"]["sectors"] != e["predicted"]["sectors"]]
     return {"copy_rule": {"changes": len(both),
                           "with_rule": sum(e["measured"]["sectors"] == e["predicted"]["sectors"] for e in both),
                           "without": sum(e["measured"]["sectors"] == e["without_copy_rule"]["sectors"] for e in both)}}

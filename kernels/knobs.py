@@ -1232,7 +1232,7 @@ def resolve(op: str, target: str, s: Shape, preset_name: str | None = None, knob
 def random_valid(op: str, target: str, s: Shape, rng, tries: int = 200, fixed: dict | None = None):
     """A random valid knob setting for the shape (for sweeps and tests); None if none was found. `fixed` knobs
     keep their values: a setting where fitting it to the shape changed one of them is drawn again."""
-    cls = knob_class(op, target)
+    cls, fixed = knob_class(op, target), fixed or {}
     for _ in range(tries):
         ch = {}
         for f in fields(cls):
@@ -1241,7 +1241,7 @@ def random_valid(op: str, target: str, s: Shape, rng, tries: int = 200, fixed: d
                 ch[f.name] = meta["choices"][rng.integers(len(meta["choices"]))]
             else:
                 ch[f.name] = int(2 ** rng.integers(0, 8))
-        k = fit(cls(**{**ch, **(fixed or {})}), s)
-        if not validate(op, target, k, s) and all(getattr(k, n) == v for n, v in (fixed or {}).items()):
+        k = fit(cls(**{**ch, **fixed}), s)
+        if not validate(op, target, k, s) and all(getattr(k, n) == v for n, v in fixed.items()):
             return k
     return None
