@@ -482,11 +482,15 @@ def main(argv=None) -> None:
     h.add_argument("--first", type=int, default=12)
     a = p.parse_args(argv)
     if a.cmd == "draw":
-        seed = a.seed if a.seed is not None else time.time_ns() % (1 << 32)
-        print(f"seed {seed} (from the clock)" if a.seed is None else f"seed {seed}", flush=True)
         ops = tuple(x.strip() for x in a.ops.split(",") if x.strip())
         if not ops or set(ops) - set(OPS):
-            raise SystemExit(f"--ops takes operators from {', '.join(OPS)}, not '{a.ops}'.")
+            p.error(f"--ops takes operators from {', '.join(OPS)}, not '{a.ops}'.")
+        try:
+            fixed_knobs(ops, a.fix)         # checked before a seed is drawn
+        except SystemExit as e:
+            p.error(str(e))
+        seed = a.seed if a.seed is not None else time.time_ns() % (1 << 32)
+        print(f"seed {seed} (from the clock)" if a.seed is None else f"seed {seed}", flush=True)
         draw(a.per_op, seed, a.workers, ops, a.fix, a.without_copy_rule)
     elif a.cmd == "launch":
         launch(a.batch, a.cubins, a.only)

@@ -307,6 +307,10 @@ def test_a_restricted_draw_keeps_its_fixed_knobs_and_predicts_the_sectors_withou
         heldout.fixed_knobs(("gemm", "conv1d"), "vector=4")
     with pytest.raises(SystemExit, match="not a knob of gemm"):
         heldout.fixed_knobs(("gemm",), "vectr=4")
+    for argv in (["draw", "--ops", "gem"], ["draw", "--ops", "gemm", "--fix", "vectr=4"]):
+        with pytest.raises(SystemExit) as bad:      # the command line: one sentence, status 2, no seed drawn
+            heldout.main(argv)
+        assert bad.value.code == 2
 
 
 def test_split_k_workspace_is_placed_with_its_size_and_the_launch_bound_covers_it():
