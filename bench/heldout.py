@@ -1,7 +1,7 @@
 """Held-out validation of the machine's view: kernels nobody has measured, predictions written first.
 
     python -m bench.heldout draw [--per-op 52] [--seed S]        here: draw, compile, predict, write the batch
-        [--ops gemm --fix async_copy=true,vector=4] [--without-copy-rule]     a batch restricted to judge one rule
+        [--ops gemm --fix async_copy=true,vector=4] [--compare-copy-rule max]    a batch restricted to judge a rule
     python3 -m bench.heldout launch BATCH.json CUBINS/           on the GPU, under ncu: each kernel once (carry
         .heldout/SEED.tar.xz, which draw packs, and untar it there first)
     python3 -m bench.heldout faults BATCH.json CUBINS/ > F.json  on the GPU, not under ncu: each kernel the
@@ -82,7 +82,7 @@ def _predict(job: tuple) -> dict:
                            "params": [[p.name, p.size, p.nbytes] for p in ln.params]} for ln in c.launches]}
     if not predict:
         return entry
-    alternative = entry.pop("without_copy_rule", False)
+    other = entry.pop("other_copy_rule", None)
 
     def too_long(*_):
         raise TimeoutError(f"the emulation did not finish in {PREDICT_LIMIT_S / 60:.0f} minutes")
@@ -93,14 +93,14 @@ def _predict(job: tuple) -> dict:
     try:
         m = sass.machine_counts(op, s, k)
         entry["predicted"] = {key: int(m.ncu[NCU[key]]) for key in NCU}
-        if alternative:         # the same kernel with every cp.async counting its global sectors alone
+        if other:               # the same kernel with its 128-bit cp.async copies counted by another rule
             from kernels.sass.emulator import Machine
-            Machine.copy_rule = False
+            rule, Machine.copy_rule = Machine.copy_rule, other
             try:
                 alt = sass._machine_counts(op, tuple(s.items()), k, None)
             finally:
-                Machine.copy_rule = True
-            entry["without_copy_rule"] = {"sectors": int(alt.ncu[NCU["sectors"]])}
+                Machine.copy_rule = rule
+            entry["other_copy_rule"] = {"rule": other, "sectors": int(alt.ncu[NCU["sectors"]])}
     except Exception as e:      # noqa: BLE001 - a kernel the emulator cannot read (or not in time) is a miss, on record
         entry["error"] = f"{type(e).__name__}: {e}" if not isinstance(e, MemoryError) else \
             f"MemoryError: the emulation needed more than {PREDICT_MEMORY >> 30} GB"
@@ -149,7 +149,7 @@ def fixed_knobs(ops: tuple, text: str | None) -> dict:
 
 
 def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None = None,
-         without_copy_rule: bool = False) -> Path:
+         other_copy_rule: str | None = None) -> Path:
     import multiprocessing as mp
 
     import numpy as np
@@ -179,7 +179,7 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
             tries = 0
             drawn.append({"id": f"{op}-{made}", "op": op, "shape": s, "preset": "best" if use_best else "",
                           "knobs": knobs_text(k), "remainder": bool(has_remainder(k, s)),
-                          **({"without_copy_rule": True} if without_copy_rule else {})})
+                          **({"other_copy_rule": other_copy_rule} if other_copy_rule else {})})
             made += 1
     kernels = []
     DATA.mkdir(parents=True, exist_ok=True)
@@ -206,7 +206,7 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
                                "command": f"python -m bench.heldout draw --per-op {per_op} --seed {seed}"
                                           + (f" --ops {','.join(ops)}" if ops != OPS else "")
                                           + (f" --fix {fix}" if fix else "")
-                                          + (" --without-copy-rule" if without_copy_rule else ""),
+                                          + (f" --compare-copy-rule {other_copy_rule}" if other_copy_rule else ""),
                                "emulator_commit": head, "uncommitted_changes": dirty, "nvrtc": nvrtc_version(),
                                "kernels": kernels, "measured": None}, "kernels"))
     print(f"seed {seed}: {len(kernels)} kernels -> {path}; cubins in {out_dir}")
@@ -386,31 +386,40 @@ def summary(b: dict) -> dict:
             **_copy_rule(ks)}
 
 
+def _other_rule(e: dict) -> dict | None:
+    """The kernel's sectors predicted by the other cp.async rule of its draw ({"rule", "sectors"}), if it has one;
+    the ninth batch's `without_copy_rule` was the rule "global"."""
+    if "without_copy_rule" in e:
+        return {"rule": "global", **e["without_copy_rule"]}
+    return e.get("other_copy_rule")
+
+
 def _copy_rule(ks: list) -> dict:
-    """For a batch drawn --without-copy-rule: at the kernels where the cp.async sector rule changes the global load
-    sectors, how many the GPU's count equals with the rule, and how many without it."""
-    if not any("without_copy_rule" in e for e in ks):
+    """For a batch drawn with --compare-copy-rule: at the kernels where the two cp.async sector rules give different
+    global load sectors, how many the GPU's count equals with the emulator's rule, and how many with the other."""
+    others = [_other_rule(e) for e in ks]
+    if not any(others):
         return {}
-    both = [e for e in ks if "without_copy_rule" in e and "sectors" in e.get("measured", {})
-            and e["without_copy_rule"]["sectors"] != e["predicted"]["sectors"]]
-    return {"copy_rule": {"changes": len(both),
-                          "with_rule": sum(e["measured"]["sectors"] == e["predicted"]["sectors"] for e in both),
-                          "without": sum(e["measured"]["sectors"] == e["without_copy_rule"]["sectors"] for e in both)}}
+    both = [(e, o) for e, o in zip(ks, others) if o and "sectors" in e.get("measured", {})
+            and o["sectors"] != e["predicted"]["sectors"]]
+    return {"copy_rule": {"other": next(o["rule"] for o in others if o), "changes": len(both),
+                          "with_rule": sum(e["measured"]["sectors"] == e["predicted"]["sectors"] for e, _ in both),
+                          "with_other": sum(e["measured"]["sectors"] == o["sectors"] for e, o in both)}}
 
 
 def report() -> None:
     from kernels.hwcheck import batches
     for b in batches():
         s = b["summary"]
+        c = _copy_rule(b["kernels"]).get("copy_rule")      # recounted: the ninth batch's summary names it otherwise
         print(f"seed {b['seed']}: {s['agree']}/{s['kernels']} agree ({s['ragged']} at shapes no tile divides), "
               f"{b['measured']['device']}, {b['measured']['date']}; per operator "
               + ", ".join(f"{op} {a}/{n}" for op, (a, n) in s["per_op"].items())
               + (f"; not launchable, not counted: {', '.join(s['not_launched'])}" if s.get("not_launched") else "")
               + (f"; predicted to fault: {s['faults_predicted'][0]} of {s['faults_predicted'][1]} did"
                  if s.get("faults_predicted", [0, 0])[1] else "")
-              + (f"; where the cp.async sector rule changes the count ({s['copy_rule']['changes']} kernels), the GPU "
-                 f"counted it at {s['copy_rule']['with_rule']}, the global sectors alone at "
-                 f"{s['copy_rule']['without']}" if s.get("copy_rule") else ""))
+              + (f"; where the cp.async sector rule and the rule '{c['other']}' differ ({c['changes']} kernels), the "
+                 f"GPU counted the former at {c['with_rule']}, the latter at {c['with_other']}" if c else ""))
 
 
 def hashcheck(batch: str, first: int) -> None:
@@ -450,6 +459,7 @@ def regress() -> None:
 
 
 def main(argv=None) -> None:
+    from kernels.sass.emulator import COPY_RULES, Machine
     p = argparse.ArgumentParser(prog="python -m bench.heldout")
     sub = p.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("draw")
@@ -458,9 +468,11 @@ def main(argv=None) -> None:
     d.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     d.add_argument("--ops", default=",".join(OPS), help="operators to draw, comma-separated (default all four)")
     d.add_argument("--fix", help="knobs every drawn setting keeps, e.g. async_copy=true,vector=4 (one operator)")
-    d.add_argument("--without-copy-rule", action="store_true",
-                   help="also predict each kernel's global load sectors with every cp.async counting its global "
-                        "sectors alone, so that the judgement says which of the two the GPU counts")
+    d.add_argument("--compare-copy-rule", choices=[r for r in COPY_RULES if r != Machine.copy_rule],
+                   help="also predict each kernel's global load sectors with its 128-bit cp.async copies counted by "
+                        "this rule (kernels.sass.emulator.COPY_RULES), so that the judgement says which the GPU counts")
+    d.add_argument("--without-copy-rule", action="store_true", help="the same as --compare-copy-rule global (how the "
+                   "ninth batch, seed 1649424385, was drawn)")
     ln = sub.add_parser("launch")
     ln.add_argument("batch")
     ln.add_argument("cubins")
@@ -491,7 +503,7 @@ def main(argv=None) -> None:
             p.error(str(e))
         seed = a.seed if a.seed is not None else time.time_ns() % (1 << 32)
         print(f"seed {seed} (from the clock)" if a.seed is None else f"seed {seed}", flush=True)
-        draw(a.per_op, seed, a.workers, ops, a.fix, a.without_copy_rule)
+        draw(a.per_op, seed, a.workers, ops, a.fix, "global" if a.without_copy_rule else a.compare_copy_rule)
     elif a.cmd == "launch":
         launch(a.batch, a.cubins, a.only)
     elif a.cmd == "faults":

@@ -53,9 +53,9 @@ INTER = "cache_a=shared+local,cache_b=shared+local,vector=4,unroll=4096,pipeline
 def test_interleave_pads_a_and_keeps_every_instruction(knobs, a_floats, more_sectors):
     """The same instructions, only other shared addresses: every instruction count is unchanged. The global
     load sectors are not where a pad shifts rows of A off 32-byte blocks of shared memory: a 128-bit cp.async
-    counts the larger of the global sectors it reads and the shared blocks it writes (the H100's count, from
-    held-out gemm-19 and gemm-41 of batch 3706999825, both interleaved). With 4 floats of pad every other row
-    starts 16 bytes into a block, and a 128-byte request over one starts one block more."""
+    counts the distinct (global 128-byte line, shared 32-byte block) pairs of each request (the H100's count, from
+    held-out batches 3706999825 and 1649424385). With 4 floats of pad every other row starts 16 bytes into a
+    block, and a 128-byte request over one writes one block more."""
     s = {"M": 256, "N": 256, "K": 256}
     k = resolve("gemm", "cuda", s, None, f"{knobs},{INTER}")
     src = build.source("gemm", s, k, "cuda", "cuda")

@@ -348,15 +348,24 @@ def test_the_machine_trace_of_a_spilling_tile_has_local_memory():
     assert len(products) == 2 * 8 ** 3                     # and every multiply-add reads both from registers
 
 
-@pytest.mark.parametrize("shared_stride, per_request", [(0x10, 4), (0x20, 8), (0x30, 8)])
-def test_a_128_bit_copy_counts_the_larger_of_its_global_sectors_and_its_shared_blocks(shared_stride, per_request):
-    """Held-out gemm-19 and gemm-41 (batch 3706999825, H100): LDGSTS.128 whose lanes read contiguous global
-    memory into shared rows apart counted one sector per 32-byte block of shared memory written; copies whose
-    shared side is as contiguous as the global side count the global sectors (188 judged kernels)."""
-    prog = ["S2R R0, SR_TID.X", "LDC.64 R2, c[0x0][0x218]", "ULDC.64 UR4, c[0x0][0x208]", "IMAD.WIDE R2, R0, 0x10, R2",
-            f"IMAD R6, R0, {shared_stride:#x}, RZ", "LDGSTS.E.BYPASS.128 [R6], desc[UR4][R2.64]", "EXIT"]
+@pytest.mark.parametrize("global_stride, shared_stride, per_request, max_rule", [
+    (0x10, 0x10, 4, 4), (0x10, 0x20, 8, 8), (0x10, 0x30, 8, 8), (0x30, 0x10, 5, 8)])
+def test_a_128_bit_copy_counts_the_pairs_of_global_line_and_shared_block(global_stride, shared_stride, per_request,
+                                                                         max_rule, monkeypatch):
+    """LDGSTS.128 counts, per request of 8 lanes, the distinct (128-byte global line, 32-byte shared block) pairs.
+    Held-out gemm-19 and gemm-41 (batch 3706999825, H100): lanes reading contiguous global memory into shared
+    rows apart count one per shared block. Held-out gemm-36 of batch 1649424385: two lanes reading two sectors of
+    one line into one shared block count one; gemm-2, -34 and -38: a shared block filled from two lines counts
+    two. The last case here is both: lanes 48 bytes apart in global memory (8 sectors over 3 lines) into 4 shared
+    blocks count 1 + 2 + 1 + 1, where the larger of the global sectors and the shared blocks (the rule before
+    the ninth batch) counts 8."""
+    prog = ["S2R R0, SR_TID.X", "LDC.64 R2, c[0x0][0x218]", "ULDC.64 UR4, c[0x0][0x208]",
+            f"IMAD.WIDE R2, R0, {global_stride:#x}, R2", f"IMAD R6, R0, {shared_stride:#x}, RZ",
+            "LDGSTS.E.BYPASS.128 [R6], desc[UR4][R2.64]", "EXIT"]
     m = run(listing(*prog))
-    assert m.counts == {"ldgsts": 1} and m.sectors == 4 * per_request    # 4 requests of 8 lanes, 128 bytes each
+    assert m.counts == {"ldgsts": 1} and m.sectors == 4 * per_request    # 4 requests of 8 lanes
+    monkeypatch.setattr(Machine, "copy_rule", "max")
+    assert run(listing(*prog)).sectors == 4 * max_rule
     narrow = ["S2R R0, SR_TID.X", "LDC.64 R2, c[0x0][0x218]", "ULDC.64 UR4, c[0x0][0x208]", "IMAD.WIDE R2, R0, 0x4, R2",
               f"IMAD R6, R0, {shared_stride:#x}, RZ", "LDGSTS.E [R6], desc[UR4][R2.64]", "EXIT"]
     assert run(listing(*narrow)).sectors == 4                           # 32-bit copies: the global sectors alone
