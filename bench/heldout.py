@@ -1,7 +1,7 @@
 """Held-out validation of the machine's view: kernels nobody has measured, predictions written first.
 
     python -m bench.heldout draw [--per-op 52] [--seed S]        here: draw, compile, predict, write the batch
-        [--ops gemm --fix async_copy=true,vector=4] [--compare-copy-rule max]    a batch restricted to judge a rule
+        [--ops gemm --fix async_copy=true,vector=4] [--compare copy_rule=max]    a batch restricted to judge a rule
     python3 -m bench.heldout launch BATCH.json CUBINS/           on the GPU, under ncu: each kernel once (carry
         .heldout/SEED.tar.xz, which draw packs, and untar it there first)
     python3 -m bench.heldout faults BATCH.json CUBINS/ > F.json  on the GPU, not under ncu: each kernel the
@@ -82,7 +82,7 @@ def _predict(job: tuple) -> dict:
                            "params": [[p.name, p.size, p.nbytes] for p in ln.params]} for ln in c.launches]}
     if not predict:
         return entry
-    other = entry.pop("other_copy_rule", None)
+    other = entry.pop("other_rule", None)
 
     def too_long(*_):
         raise TimeoutError(f"the emulation did not finish in {PREDICT_LIMIT_S / 60:.0f} minutes")
@@ -93,14 +93,17 @@ def _predict(job: tuple) -> dict:
     try:
         m = sass.machine_counts(op, s, k)
         entry["predicted"] = {key: int(m.ncu[NCU[key]]) for key in NCU}
-        if other:               # the same kernel with its 128-bit cp.async copies counted by another rule
+        if other:               # the same kernel emulated by another rule (kernels.sass.emulator.RULES)
             from kernels.sass.emulator import Machine
-            rule, Machine.copy_rule = Machine.copy_rule, other
+            name, value = other.split("=")
+            kept = getattr(Machine, name)
+            setattr(Machine, name, type(kept)(value) if not isinstance(kept, bool) else value == "true")
             try:
                 alt = sass._machine_counts(op, tuple(s.items()), k, None)
             finally:
-                Machine.copy_rule = rule
-            entry["other_copy_rule"] = {"rule": other, "sectors": int(alt.ncu[NCU["sectors"]])}
+                setattr(Machine, name, kept)
+            got = {key: int(alt.ncu[NCU[key]]) for key in NCU}
+            entry["other_rule"] = {"rule": other, "predicted": got}
     except Exception as e:      # noqa: BLE001 - a kernel the emulator cannot read (or not in time) is a miss, on record
         entry["error"] = f"{type(e).__name__}: {e}" if not isinstance(e, MemoryError) else \
             f"MemoryError: the emulation needed more than {PREDICT_MEMORY >> 30} GB"
@@ -149,7 +152,7 @@ def fixed_knobs(ops: tuple, text: str | None) -> dict:
 
 
 def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None = None,
-         other_copy_rule: str | None = None) -> Path:
+         other_rule: str | None = None) -> Path:
     import multiprocessing as mp
 
     import numpy as np
@@ -179,7 +182,7 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
             tries = 0
             drawn.append({"id": f"{op}-{made}", "op": op, "shape": s, "preset": "best" if use_best else "",
                           "knobs": knobs_text(k), "remainder": bool(has_remainder(k, s)),
-                          **({"other_copy_rule": other_copy_rule} if other_copy_rule else {})})
+                          **({"other_rule": other_rule} if other_rule else {})})
             made += 1
     kernels = []
     DATA.mkdir(parents=True, exist_ok=True)
@@ -206,7 +209,7 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
                                "command": f"python -m bench.heldout draw --per-op {per_op} --seed {seed}"
                                           + (f" --ops {','.join(ops)}" if ops != OPS else "")
                                           + (f" --fix {fix}" if fix else "")
-                                          + (f" --compare-copy-rule {other_copy_rule}" if other_copy_rule else ""),
+                                          + (f" --compare {other_rule}" if other_rule else ""),
                                "emulator_commit": head, "uncommitted_changes": dirty, "nvrtc": nvrtc_version(),
                                "kernels": kernels, "measured": None}, "kernels"))
     print(f"seed {seed}: {len(kernels)} kernels -> {path}; cubins in {out_dir}")
@@ -383,43 +386,46 @@ def summary(b: dict) -> dict:
             "faults_predicted": [sum(e["agrees"] for e in ks if predicted_fault(e)), sum(map(predicted_fault, ks))],
             "spilling": sum(e.get("measured", {}).get("local_st", 0) > 0 for e in ks),
             "not_launched": sorted(e["id"] for e in b["kernels"] if "not_launched" in e),
-            **_copy_rule(ks)}
+            **_compared(ks)}
 
 
 def _other_rule(e: dict) -> dict | None:
-    """The kernel's sectors predicted by the other cp.async rule of its draw ({"rule", "sectors"}), if it has one;
-    the ninth batch's `without_copy_rule` was the rule "global"."""
-    if "without_copy_rule" in e:
-        return {"rule": "global", **e["without_copy_rule"]}
-    return e.get("other_copy_rule")
+    """The kernel's counts predicted by the other rule of its draw ({"rule", "predicted"}), if it has one. The
+    ninth batch's `without_copy_rule` (the rule copy_rule=global) and the tenth's `other_copy_rule` (copy_rule=max)
+    hold the global load sectors alone; every other counter is the emulator's."""
+    old = {"rule": "global", **e["without_copy_rule"]} if "without_copy_rule" in e else e.get("other_copy_rule")
+    if old:
+        return {"rule": f"copy_rule={old['rule']}", "predicted": {**e["predicted"], "sectors": old["sectors"]}}
+    return e.get("other_rule")
 
 
-def _copy_rule(ks: list) -> dict:
-    """For a batch drawn with --compare-copy-rule: at the kernels where the two cp.async sector rules give different
-    global load sectors, how many the GPU's count equals with the emulator's rule, and how many with the other."""
+def _compared(ks: list) -> dict:
+    """For a batch drawn with --compare: at the kernels where the emulator's rule and the other give different
+    counts, how many the GPU's counts agree with (as `judge` agrees) by the emulator's rule, and by the other."""
+    from kernels.hwcheck import agrees
     others = [_other_rule(e) for e in ks]
     if not any(others):
         return {}
-    both = [(e, o) for e, o in zip(ks, others) if o and "sectors" in e.get("measured", {})
-            and o["sectors"] != e["predicted"]["sectors"]]
-    return {"copy_rule": {"other": next(o["rule"] for o in others if o), "changes": len(both),
-                          "with_rule": sum(e["measured"]["sectors"] == e["predicted"]["sectors"] for e, _ in both),
-                          "with_other": sum(e["measured"]["sectors"] == o["sectors"] for e, o in both)}}
+    both = [(e, o) for e, o in zip(ks, others) if o and e.get("measured") and o["predicted"] != e.get("predicted")]
+    fit = lambda e, p: all(agrees(NCU[k], p.get(k), v) for k, v in e["measured"].items())  # noqa: E731
+    return {"compared": {"other": next(o["rule"] for o in others if o), "changes": len(both),
+                          "with_rule": sum(fit(e, e["predicted"]) for e, _ in both),
+                          "with_other": sum(fit(e, o["predicted"]) for e, o in both)}}
 
 
 def report() -> None:
     from kernels.hwcheck import batches
     for b in batches():
         s = b["summary"]
-        c = _copy_rule(b["kernels"]).get("copy_rule")      # recounted: the ninth batch's summary names it otherwise
+        c = _compared(b["kernels"]).get("compared")     # recounted: the ninth batch's summary names it otherwise
         print(f"seed {b['seed']}: {s['agree']}/{s['kernels']} agree ({s['ragged']} at shapes no tile divides), "
               f"{b['measured']['device']}, {b['measured']['date']}; per operator "
               + ", ".join(f"{op} {a}/{n}" for op, (a, n) in s["per_op"].items())
               + (f"; not launchable, not counted: {', '.join(s['not_launched'])}" if s.get("not_launched") else "")
               + (f"; predicted to fault: {s['faults_predicted'][0]} of {s['faults_predicted'][1]} did"
                  if s.get("faults_predicted", [0, 0])[1] else "")
-              + (f"; where the cp.async sector rule and the rule '{c['other']}' differ ({c['changes']} kernels), the "
-                 f"GPU counted the former at {c['with_rule']}, the latter at {c['with_other']}" if c else ""))
+              + (f"; where the emulator's rule and {c['other']} differ ({c['changes']} kernels), the GPU agrees "
+                 f"with the former at {c['with_rule']}, the latter at {c['with_other']}" if c else ""))
 
 
 def hashcheck(batch: str, first: int) -> None:
@@ -459,7 +465,7 @@ def regress() -> None:
 
 
 def main(argv=None) -> None:
-    from kernels.sass.emulator import COPY_RULES, Machine
+    from kernels.sass.emulator import RULES
     p = argparse.ArgumentParser(prog="python -m bench.heldout")
     sub = p.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("draw")
@@ -468,10 +474,10 @@ def main(argv=None) -> None:
     d.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     d.add_argument("--ops", default=",".join(OPS), help="operators to draw, comma-separated (default all four)")
     d.add_argument("--fix", help="knobs every drawn setting keeps, e.g. async_copy=true,vector=4 (one operator)")
-    d.add_argument("--compare-copy-rule", choices=[r for r in COPY_RULES if r != Machine.copy_rule],
-                   help="also predict each kernel's global load sectors with its 128-bit cp.async copies counted by "
-                        "this rule (kernels.sass.emulator.COPY_RULES), so that the judgement says which the GPU counts")
-    d.add_argument("--without-copy-rule", action="store_true", help="the same as --compare-copy-rule global (how the "
+    d.add_argument("--compare", choices=RULES, help="also predict each kernel by this other rule of the emulator "
+                   "(kernels.sass.emulator.RULES), so that the judgement says which of the two the GPU counts")
+    d.add_argument("--compare-copy-rule", choices=("max", "global"), help="the same as --compare copy_rule=RULE")
+    d.add_argument("--without-copy-rule", action="store_true", help="the same as --compare copy_rule=global (how the "
                    "ninth batch, seed 1649424385, was drawn)")
     ln = sub.add_parser("launch")
     ln.add_argument("batch")
@@ -503,7 +509,9 @@ def main(argv=None) -> None:
             p.error(str(e))
         seed = a.seed if a.seed is not None else time.time_ns() % (1 << 32)
         print(f"seed {seed} (from the clock)" if a.seed is None else f"seed {seed}", flush=True)
-        draw(a.per_op, seed, a.workers, ops, a.fix, "global" if a.without_copy_rule else a.compare_copy_rule)
+        other = "copy_rule=global" if a.without_copy_rule else \
+            f"copy_rule={a.compare_copy_rule}" if a.compare_copy_rule else a.compare
+        draw(a.per_op, seed, a.workers, ops, a.fix, other)
     elif a.cmd == "launch":
         launch(a.batch, a.cubins, a.only)
     elif a.cmd == "faults":

@@ -280,34 +280,35 @@ def test_drawing_a_batch_again_rebuilds_its_cubins_and_leaves_the_batch(tmp_path
     assert json.loads(path.read_text()) == first
 
 
-def test_a_restricted_draw_keeps_its_fixed_knobs_and_predicts_the_sectors_by_another_copy_rule_too(tmp_path,
-                                                                                                  monkeypatch):
+def test_a_restricted_draw_keeps_its_fixed_knobs_and_predicts_by_another_rule_too(tmp_path, monkeypatch):
     """A batch drawn to judge one rule: random settings of one operator that all keep the knobs named in --fix,
-    each kernel predicted twice (the emulator's cp.async sector rule, and another beside it), the command recorded
-    so the cubins can be rebuilt; its summary says which of the two the GPU's counts agree with."""
+    each kernel predicted twice (the emulator's rules, and another beside it), the command recorded so the
+    cubins can be rebuilt; its summary says which of the two the GPU's counts agree with."""
     from bench import heldout
     monkeypatch.setattr(heldout, "DATA", tmp_path / "data")
     monkeypatch.setattr(heldout, "CUBINS", tmp_path / "cubins")
     fix = "async_copy=true,vector=4,interleave=true,cache_a=shared"
-    b = json.loads(heldout.draw(2, 11, 1, ("gemm",), fix, "global").read_text())
+    b = json.loads(heldout.draw(2, 11, 1, ("gemm",), fix, "copy_rule=global").read_text())
     assert b["command"] == f"python -m bench.heldout draw --per-op 2 --seed 11 --ops gemm --fix {fix} " \
-                           "--compare-copy-rule global"
+                           "--compare copy_rule=global"
     assert [e["op"] for e in b["kernels"]] == ["gemm", "gemm"] and not any(e["preset"] for e in b["kernels"])
     for e in b["kernels"]:
         assert all(item in e["knobs"].split(",") for item in fix.split(","))
-        assert e["other_copy_rule"]["rule"] == "global"
-    assert any(e["other_copy_rule"]["sectors"] != e["predicted"]["sectors"] for e in b["kernels"])   # reached
+        assert e["other_rule"]["rule"] == "copy_rule=global"
+    assert any(e["other_rule"]["predicted"]["sectors"] != e["predicted"]["sectors"] for e in b["kernels"])  # reached
+    assert all({k: v for k, v in e["other_rule"]["predicted"].items() if k != "sectors"} ==
+               {k: v for k, v in e["predicted"].items() if k != "sectors"} for e in b["kernels"])
     e = b["kernels"][0]
-    alt = {**e, "other_copy_rule": {"rule": "max", "sectors": e["predicted"]["sectors"] - 32},
-           "measured": {**e["predicted"], "sectors": e["predicted"]["sectors"] - 32}, "agrees": False}
+    less = {**e["predicted"], "sectors": e["predicted"]["sectors"] - 32}
+    alt = {**e, "other_rule": {"rule": "bsync_tokens=false", "predicted": less}, "measured": less, "agrees": False}
     same = {**b["kernels"][1], "measured": dict(b["kernels"][1]["predicted"]), "agrees": True,
-            "other_copy_rule": {"rule": "max", "sectors": b["kernels"][1]["predicted"]["sectors"]}}
-    assert heldout.summary({"kernels": [alt, same]})["copy_rule"] == \
-        {"other": "max", "changes": 1, "with_rule": 0, "with_other": 1}
-    legacy = {k: v for k, v in alt.items() if k != "other_copy_rule"} | {"without_copy_rule": {"sectors": 1}}
-    assert heldout.summary({"kernels": [legacy]})["copy_rule"] == \
-        {"other": "global", "changes": 1, "with_rule": 0, "with_other": 0}       # the ninth batch's field
-    assert "copy_rule" not in heldout.summary({"kernels": [{k: v for k, v in same.items() if k != "other_copy_rule"}]})
+            "other_rule": {"rule": "bsync_tokens=false", "predicted": b["kernels"][1]["predicted"]}}
+    assert heldout.summary({"kernels": [alt, same]})["compared"] == \
+        {"other": "bsync_tokens=false", "changes": 1, "with_rule": 0, "with_other": 1}
+    legacy = {k: v for k, v in alt.items() if k != "other_rule"} | {"without_copy_rule": {"sectors": 1}}
+    assert heldout.summary({"kernels": [legacy]})["compared"] == \
+        {"other": "copy_rule=global", "changes": 1, "with_rule": 0, "with_other": 0}     # the ninth batch's field
+    assert "compared" not in heldout.summary({"kernels": [{k: v for k, v in same.items() if k != "other_rule"}]})
     with pytest.raises(SystemExit, match="one operator"):
         heldout.fixed_knobs(("gemm", "conv1d"), "vector=4")
     with pytest.raises(SystemExit, match="not a knob of gemm"):

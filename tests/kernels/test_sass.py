@@ -123,6 +123,22 @@ def test_groups_of_one_warp_meet_at_a_branch_target_apart_unless_it_is_a_converg
     assert not m.pending
 
 
+@pytest.mark.parametrize("split_before_bssy, after_inner", [(True, 2), (False, 1)])
+def test_groups_that_executed_a_bssy_apart_pass_its_bsync_apart(split_before_bssy, after_inner):
+    """Held-out dwsep_conv2d-12 (batch 2288257967): a BSYNC waits for the lanes that executed its barrier's BSSY
+    together. Lanes 0-15 and 16-31 of one warp split before BSSY B1 and execute it apart: each passes BSYNC B1
+    on its own and runs the load after it (two warp instructions) until BSYNC B0, whose BSSY they executed as
+    one. Split after BSSY B1, they meet at BSYNC B1 as before. (Merged at every BSYNC, the emulator counted
+    14,535 executions of a loop body per instruction fewer than the H100.)"""
+    split = ["ISETP.GE.AND P0, PT, R0, 0x10, PT", "@P0 BRA `(S)", "NOP", "S:"]
+    inner = ["BSSY B1, `(J1)", "STS [RZ], RZ", "J1:", "BSYNC B1", "LDS R2, [RZ]"]
+    body = split + inner if split_before_bssy else inner[:1] + split + inner[1:]
+    m = run(listing("S2R R0, SR_TID.X", "BSSY B0, `(J0)", *body, "J0:", "BSYNC B0", "LDS R3, [RZ+0x4]", "EXIT"))
+    assert m.counts["shared_ld"] == after_inner + 1
+    assert m.counts["shared_st"] == 2          # the store inside runs in each group either way
+    assert not m.pending
+
+
 def test_a_loop_runs_its_trip_count_and_the_pointer_moves_lazily():
     m = run(listing(*COPY[:6], "MOV R8, RZ", "L:", "LDG.E R7, desc[UR4][R2.64]", "IADD3 R2, P1, R2, 0x80, RZ",
                     "IADD3.X R3, RZ, R3, RZ, P1, !PT", "IADD3 R8, R8, 0x1, RZ", "ISETP.NE.AND P0, PT, R8, 0x64, PT",
