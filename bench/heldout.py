@@ -395,7 +395,7 @@ def _other_rule(e: dict) -> dict | None:
     hold the global load sectors alone; every other counter is the emulator's."""
     old = {"rule": "global", **e["without_copy_rule"]} if "without_copy_rule" in e else e.get("other_copy_rule")
     if old:
-        return {"rule": f"copy_rule={old['rule']}", "predicted": {**e["predicted"], "sectors": old["sectors"]}}
+        return {"rule": f"copy_rule={old['rule']}", "predicted": {**e.get("predicted", {}), "sectors": old["sectors"]}}
     return e.get("other_rule")
 
 
