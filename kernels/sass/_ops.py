@@ -749,8 +749,16 @@ def stl(m, ins, mask, g, w):
     if m.tracer:
         m.tracer.memory(m, ins, "local", "write", m._and(mask, g), addr, width)
     src = ins.ops[-1]
-    if not isinstance(addr, int):
-        m.local_mixed = True
+    if not isinstance(addr, int):       # lanes storing apart (a local array): the spill slots they may reach are
+        from .emulator import ALL       # no longer known; those outside the lanes' range keep their values
+        active = m._and(mask, g)
+        if isinstance(addr, np.ndarray) and not isinstance(active, Unknown):
+            lanes = addr if active is ALL or active is True else addr[active]
+            lo, hi = int(lanes.min()), int(lanes.max()) + width
+            for a in [a for a in m.local if lo - 4 < a < hi]:
+                del m.local[a]
+        else:
+            m.local_mixed = True
         return
     base = int(src.name[1:]) if src.name != "RZ" else None
     for j in range(max(1, width // 4)):
