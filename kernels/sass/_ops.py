@@ -736,7 +736,7 @@ def ldl(m, ins, mask, g, w):
     if m.tracer:
         m.tracer.memory(m, ins, "local", "read", m._and(mask, g), addr, width)
     for j, r in enumerate(_dsts(ins, width)):
-        v = m.local.get(addr + 4 * j) if isinstance(addr, int) and not m.local_mixed else None
+        v = m.local.get(addr + 4 * j) if isinstance(addr, int) else None
         m.put(r, v if v is not None else Unknown(f"a value loaded from local memory at /*{ins.pc:04x}*/"), w)
 
 
@@ -752,13 +752,10 @@ def stl(m, ins, mask, g, w):
     if not isinstance(addr, int):       # lanes storing apart (a local array): the spill slots they may reach are
         from .emulator import ALL       # no longer known; those outside the lanes' range keep their values
         active = m._and(mask, g)
-        if isinstance(addr, np.ndarray) and not isinstance(active, Unknown):
-            lanes = addr if active is ALL or active is True else addr[active]
-            lo, hi = int(lanes.min()), int(lanes.max()) + width
-            for a in [a for a in m.local if lo - 4 < a < hi]:
-                del m.local[a]
-        else:
-            m.local_mixed = True
+        lanes = addr if active is ALL or active is True else addr[active]
+        lo, hi = int(lanes.min()), int(lanes.max()) + width
+        for a in [a for a in m.local if lo - 4 < a < hi]:
+            del m.local[a]
         return
     base = int(src.name[1:]) if src.name != "RZ" else None
     for j in range(max(1, width // 4)):

@@ -123,7 +123,6 @@ class Machine:
             if p.size == 8:
                 self.cbank[p.offset], self.cbank[p.offset + 4] = p.base & M32, p.base >> 32
         self.local: dict = {}           # uniform local address -> value (spills)
-        self.local_mixed = False        # a store at a per-lane local address happened
         self.counts: Counter = Counter()
         self.sectors = 0
         self.per_pc: Counter = Counter()
@@ -173,11 +172,17 @@ class Machine:
             return ALL
         return a | b
 
+    def _warps(self, m) -> np.ndarray:
+        """Which warps a group of lanes has lanes in."""
+        if m is ALL or m is True:
+            return np.ones(len(self.warp_starts), bool)
+        return np.logical_or.reduceat(m, self.warp_starts)
+
     def _share(self, a, b) -> bool:
         """Whether two groups of lanes have a warp in common."""
         if a is ALL or b is ALL or a is True or b is True:
             return True
-        return bool((np.logical_or.reduceat(a, self.warp_starts) & np.logical_or.reduceat(b, self.warp_starts)).any())
+        return bool((self._warps(a) & self._warps(b)).any())
 
     def _full(self, m):
         return ALL if m is ALL or m is True or bool(m.all()) else m
@@ -201,11 +206,11 @@ class Machine:
         tok = self.barriers.get(ins.ops[0].name) if ins.opcode == "BSYNC" and ins.ops and self.bsync_tokens else None
         if tok is None:
             return True
-        both = [np.ones(self.n, bool) if x is ALL or x is True else x for x in (a, b)]
-        u = both[0] | both[1]
+        u = self._or(a, b)
+        u = np.ones(self.n, bool) if u is ALL or u is True else u
         lo = np.minimum.reduceat(np.where(u, tok, np.iinfo(np.int64).max), self.warp_starts)
         hi = np.maximum.reduceat(np.where(u, tok, -1), self.warp_starts)
-        shared = np.logical_or.reduceat(both[0], self.warp_starts) & np.logical_or.reduceat(both[1], self.warp_starts)
+        shared = self._warps(a) & self._warps(b)
         return bool((lo[shared] == hi[shared]).all())
 
     def bssy(self, name: str, mask) -> None:
