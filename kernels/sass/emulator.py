@@ -1,27 +1,26 @@
 """A warp-level SASS emulator for control flow and addresses.
 
-Every lane of a chunk of the grid's blocks is one element of numpy arrays; the chunk runs as one SIMT
-machine whose lanes may sit at different instructions: groups (instruction, lanes) run lowest address
-first, and several groups may wait at one instruction. Groups of different warps merge where they meet
-(which changes no count); lanes of one warp that diverged run apart, each group executing (and counting) the
-shared code on its own, until they meet at a convergence point, BSYNC, WARPSYNC or BAR, as the hardware's do
-(nvcc lays a divergent region out between its BSSY and BSYNC; a BSYNC joins only lanes that executed its
-barrier's BSSY together, so groups that split before the BSSY pass the BSYNC apart): a group that arrives at,
-or branches to, any other instruction where a group of its warp waits stays apart from it. Merging wherever a
-warp's groups met undercounted held-out kernels whose branches jump past a BSYNC to the next (batch 843420274:
-dwsep_conv2d-8 442,250 global loads and stores short, three others short by up to 1.2%); kept apart, all four
-count exactly what Nsight Compute read (dwsep_conv2d-8 was still 500 local loads short of 4.07 million while a branch's
-taken lanes joined a group of their warp already waiting at the target). Integer and predicate arithmetic,
-the uniform datapath, special and constant-bank registers, branches, EXIT and barriers are executed;
-floating point is not: its results, and every value loaded from memory, are Unknown. A branch, guard or
-address that would need an Unknown stops the run with a sentence. A register written under a guard or by
-diverged lanes may be known in some lanes and Unknown in others (Mixed): integer and predicate instructions,
-which compute each lane from its own operands, carry the known lanes through and make the result Unknown in
-the others only, so that a pointer loaded into a register under a guard (@!UP0 ULDC.64 UR6, c[0x0][0x210]
-over a float weight read from shared memory, copied with MOV R70, UR6, offset with @!UP0 IMAD.WIDE) still
-addresses a store under that guard (held-out dwconv2d-26, batch 1481437295, whose store stopped the run while
-a copy took a register's unknown lanes for the whole register). Memory instructions (their addresses) and
-VOTEU (across lanes) read only what is known in every active lane.
+Every lane of a chunk of the grid's blocks is one element of numpy arrays; the chunk runs as one SIMT machine whose
+lanes may sit at different instructions: groups (instruction, lanes) run lowest address first, and several groups may
+wait at one instruction. Groups of different warps merge where they meet (which changes no count); lanes of one warp
+that diverged run apart, each group executing (and counting) the shared code on its own, until they meet at a
+convergence point, BSYNC, WARPSYNC or BAR, as the hardware's do (nvcc lays a divergent region out between its BSSY and
+BSYNC; a BSYNC joins only lanes that executed its barrier's BSSY together, so groups that split before the BSSY pass
+the BSYNC apart): a group that arrives at, or branches to, any other instruction where a group of its warp waits stays
+apart from it. Merging wherever a warp's groups met undercounted held-out kernels whose branches jump past a BSYNC to
+the next (batch 843420274: dwsep_conv2d-8 442,250 global loads and stores short, three others short by up to 1.2%);
+kept apart, all four count exactly what Nsight Compute read (dwsep_conv2d-8 was still 500 local loads short of 4.07
+million while a branch's taken lanes joined a group of their warp already waiting at the target). Integer and predicate
+arithmetic, the uniform datapath, special and constant-bank registers, branches (BRA.U: a warp branches only where all
+its active lanes would), EXIT and barriers are executed; floating point is not: its results, and every value loaded
+from memory, are Unknown. A branch, guard or address that would need an Unknown stops the run with a sentence. A
+register written under a guard or by diverged lanes may be known in some lanes and Unknown in others (Mixed): integer
+and predicate instructions, which compute each lane from its own operands, carry the known lanes through and make the
+result Unknown in the others only, so that a pointer loaded into a register under a guard (@!UP0 ULDC.64 UR6,
+c[0x0][0x210] over a float weight read from shared memory, copied with MOV R70, UR6, offset with @!UP0 IMAD.WIDE) still
+addresses a store under that guard (held-out dwconv2d-26, batch 1481437295, whose store stopped the run while a copy
+took a register's unknown lanes for the whole register). Memory instructions (their addresses) and VOTEU (across lanes)
+read only what is known in every active lane.
 
 Counts follow Nsight Compute: an instruction executed by a warp counts once for that warp whenever any of
 its lanes reaches it, whether or not its guard predicate is on; a global load's sectors are the distinct
@@ -99,6 +98,7 @@ class Machine:
 
     copy_rule = "lines"     # copy_sectors' rule for 128-bit copies, one of COPY_RULES
     bsync_tokens = True     # a BSYNC joins only the lanes that executed its BSSY together (off: every group there)
+    unanimous_bra = True    # a warp takes BRA.U only where all its active lanes would (off: each lane on its own)
 
     def __init__(self, kernel: Kernel, launch: Launch, b0: int, b1: int, tracer=None):
         self.k, self.launch, self.tracer = kernel, launch, tracer
@@ -177,6 +177,16 @@ class Machine:
         if m is ALL or m is True:
             return np.ones(len(self.warp_starts), bool)
         return np.logical_or.reduceat(m, self.warp_starts)
+
+    def _unanimous(self, mask, g) -> np.ndarray:
+        """BRA.U's condition: each lane's warp takes the branch only where every one of its active lanes would
+        (nvcc guards a divergent region as `@P BRA.U L; BSSY B, L; ...; @P BRA L'` so that a warp whose lanes all
+        skip it skips its BSSY too; a warp whose lanes disagree falls through as one, and the region's own branch
+        splits it. Taken per lane, lanes 13 to 15 of held-out gemm-8 of batch 1045639025 jumped ahead of their
+        warp, which then ran a loop as two groups: 1,449 shared loads and 724 LDGSTS more than the H100 counted)."""
+        active = np.ones(self.n, bool) if mask is ALL or mask is True else mask
+        split = np.logical_or.reduceat(active & ~g, self.warp_starts)
+        return ~np.repeat(split, np.diff(np.append(self.warp_starts, self.n)))
 
     def _share(self, a, b) -> bool:
         """Whether two groups of lanes have a warp in common."""
@@ -420,6 +430,8 @@ class Machine:
                 target = labels[ins.ops[-1].name]
                 if isinstance(g, Unknown):
                     self.fail(ins, f"the branch depends on {g.why}, which the emulator does not compute")
+                if self.unanimous_bra and "U" in ins.mods and g is not True and g is not False:
+                    g = self._unanimous(mask, g)
                 taken = self._and(mask, g)
                 if self._empty(taken):
                     i += 1
@@ -639,8 +651,9 @@ class Machine:
 
 COPY_RULES = ("lines", "max", "global")      # Machine.copy_rule
 # The rules a held-out batch may be predicted by beside the emulator's own (bench.heldout draw --compare): the
-# cp.async sector rules before the tenth batch, and diverged groups joined at every BSYNC (before the twelfth)
-RULES = ("copy_rule=max", "copy_rule=global", "bsync_tokens=false")
+# cp.async sector rules before the tenth batch, diverged groups joined at every BSYNC (before the twelfth), and
+# BRA.U taken lane by lane (before the seventeenth)
+RULES = ("copy_rule=max", "copy_rule=global", "bsync_tokens=false", "unanimous_bra=false")
 
 
 def _lanes_per_request(width: int) -> int:

@@ -110,6 +110,24 @@ def test_a_branch_with_a_predicate_operand_is_taken_where_the_guard_and_the_oper
     assert m.per_pc[0x60] == taken and m.per_pc[0x40] == 2     # warp 0 takes it or not; both warps fall through
 
 
+@pytest.mark.parametrize("first, region", [(0x00, 0), (0x0d, 1), (0x20, 1)])
+def test_a_unanimous_branch_is_taken_only_by_a_warp_whose_active_lanes_all_take_it(first, region):
+    """BRA.U (held-out gemm-8, batch 1045639025): nvcc guards a region as `@P1 BRA.U L; BSSY B0, L; ...;
+    @P1 BRA L'; ...; BSYNC B0; L:`. A warp takes BRA.U only where all its active lanes would; one whose lanes
+    disagree falls through as one and splits at the region's own branch. Lanes from `first` on have P1: warp 1
+    (lanes 32-63) skips the region whole; warp 0 skips it only when every lane has P1, else it runs the BSSY as
+    one warp, and each warp runs the code after L once (taken per lane, lanes 13-31 of warp 0 jumped ahead and
+    warp 0 ran the code after L twice: the emulator counted 1,449 shared loads and 724 LDGSTS more than the
+    H100)."""
+    m = run(listing("S2R R0, SR_TID.X", f"ISETP.GE.AND P1, PT, R0, {first:#x}, PT", "@P1 BRA.U `(L)",
+                    "BSSY B0, `(L)", "@P1 BRA `(I)", "LDS R2, [RZ]", "I:", "BSYNC B0", "L:", "LDS R3, [RZ+0x4]",
+                    "EXIT"), block=64)
+    assert m.per_pc[0x30] == region            # the BSSY: warp 0, unless all its lanes jumped
+    assert m.per_pc[0x50] == region            # the region's load: warp 0's lanes below `first`
+    assert m.per_pc[0x70] == 2                 # after L: once per warp
+    assert not m.pending
+
+
 @pytest.mark.parametrize("join, loads, at_join", [("", 5, 4), ("BSYNC B0", 3, 2)])
 def test_groups_of_one_warp_meet_at_a_branch_target_apart_unless_it_is_a_convergence_point(join, loads, at_join):
     # lanes 16-63 branch to J first (warp 1 whole, warp 0 in part), lanes 8-15 next, lanes 0-7 fall through to
