@@ -2,6 +2,7 @@
 
     python -m bench.heldout draw [--per-op 52] [--seed S]        here: draw, compile, predict, write the batch
         [--ops gemm --fix async_copy=true,vector=4] [--compare copy_rule=max]    a batch restricted to judge a rule
+        [--sass 'BRA[.]U']                                      only kernels whose machine code has it
     python3 -m bench.heldout launch BATCH.json CUBINS/           on the GPU, under ncu: each kernel once (carry
         .heldout/SEED.tar.xz, which draw packs, and untar it there first)
     python3 -m bench.heldout faults BATCH.json CUBINS/ > F.json  on the GPU, not under ncu: each kernel the
@@ -29,6 +30,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -66,7 +68,7 @@ def random_shape(op: str, rng, ragged: bool, multiple: int = 1) -> dict:
 
 def _predict(job: tuple) -> dict:
     """Compile one drawn kernel, keep its cubin, emulate it unless only the cubin is wanted (in a worker process)."""
-    entry, out_dir, predict = job
+    entry, out_dir, predict, pattern = job
     from kernels import sass
     from kernels.knobs import resolve
     op, s = entry["op"], entry["shape"]
@@ -76,6 +78,8 @@ def _predict(job: tuple) -> dict:
         c = sass.compiled(op, s, k)
     except Exception as e:      # noqa: BLE001 - not even compiled: nothing to profile, said in the log
         return {**entry, "skip": f"{type(e).__name__}: {e}"}
+    if pattern and not re.search(pattern, c.listing):
+        return {**entry, "unmatched": True}     # drawn and compiled, its SASS lacks what the batch is drawn for
     Path(out_dir, f"{entry['id']}.cubin").write_bytes(c.cubin)
     entry = {**entry, "sass_hash": c.sass_hash,
              "launches": [{"name": ln.name, "grid": ln.grid, "block": ln.block,
@@ -126,6 +130,7 @@ PREDICT_MEMORY = 8 << 30
 
 
 DRAW_TRIES = 2000              # random shapes a drawn kernel may take before the draw gives up on its knobs
+SASS_TRIES = 100               # draw --sass: kernels compiled per kernel wanted before the draw gives up
 
 
 def _vm_bytes() -> int:
@@ -152,7 +157,7 @@ def fixed_knobs(ops: tuple, text: str | None) -> dict:
 
 
 def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None = None,
-         other_rule: str | None = None) -> Path:
+         other_rule: str | None = None, sass: str | None = None) -> Path:
     import multiprocessing as mp
 
     import numpy as np
@@ -165,11 +170,15 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
     out_dir = CUBINS / str(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     fixed = fixed_knobs(ops, fix)
-    drawn = []
-    for op in ops:
-        made = tries = 0
-        while made < per_op:
-            ragged = made % 2 == 0                  # every other kernel at a shape no tile divides
+    DATA.mkdir(parents=True, exist_ok=True)
+    path = DATA / f"batch-{seed}.json"
+    again = path.exists()           # drawn before: only the cubins, for launch
+    kernels, candidates = [], {}
+
+    def one(op: str, i: int) -> dict:
+        """The op's i-th random setting (every other at a shape no tile divides), in the order the seed gives."""
+        ragged, tries = i % 2 == 0, 0
+        while True:
             tries += 1
             if tries > DRAW_TRIES:
                 raise SystemExit(f"No valid {op} setting keeping {fix} was found at {DRAW_TRIES} random "
@@ -179,21 +188,29 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
             k = preset(op, "cuda", "best", s) if use_best else random_valid(op, "cuda", s, rng, fixed=fixed)
             if k is None or has_remainder(k, s) != ragged and ragged:
                 continue
-            tries = 0
-            drawn.append({"id": f"{op}-{made}", "op": op, "shape": s, "preset": "best" if use_best else "",
-                          "knobs": knobs_text(k), "remainder": bool(has_remainder(k, s)),
-                          **({"other_rule": other_rule} if other_rule else {})})
-            made += 1
-    kernels = []
-    DATA.mkdir(parents=True, exist_ok=True)
-    path = DATA / f"batch-{seed}.json"
-    again = path.exists()           # drawn before: only the cubins, for launch
+            return {"id": f"{op}-{i}", "op": op, "shape": s, "preset": "best" if use_best else "",
+                    "knobs": knobs_text(k), "remainder": bool(has_remainder(k, s)),
+                    **({"other_rule": other_rule} if other_rule else {})}
+
     with mp.get_context("spawn").Pool(workers) as pool:
-        for e in pool.imap(_predict, [(e, str(out_dir), not again) for e in drawn]):
-            done = e.get("skip") or e.get("error") or ("compiled" if again else "predicted")
-            print(f"{e['id']:16s} {json.dumps(e['shape']):56s} {done} ({e.get('predict_s', 0)} s)", flush=True)
-            if "skip" not in e:
-                kernels.append(e)
+        for op in ops:
+            made = n = 0
+            while made < per_op:
+                if sass and n >= SASS_TRIES * per_op:
+                    raise SystemExit(f"Only {made} of {n} {op} kernels drawn have SASS matching '{sass}'; fix knobs "
+                                     "that make it likelier, or ask for fewer.")
+                want = per_op - made if not sass else max(workers, 2 * (per_op - made))
+                jobs = [(one(op, n + j), str(out_dir), not again, sass) for j in range(want)]
+                n += want
+                for e in pool.imap(_predict, jobs):
+                    if e.get("unmatched") or made >= per_op:
+                        continue                # a candidate past the last one wanted is dropped, predicted or not
+                    done = e.get("skip") or e.get("error") or ("compiled" if again else "predicted")
+                    print(f"{e['id']:16s} {json.dumps(e['shape']):56s} {done} ({e.get('predict_s', 0)} s)", flush=True)
+                    made += 1
+                    if "skip" not in e:
+                        kernels.append(e)
+            candidates[op] = n
     _pack(out_dir)
     if again:               # the cubins are rebuilt for launch, the predictions stay as committed
         b = json.load(open(path))
@@ -209,8 +226,10 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
                                "command": f"python -m bench.heldout draw --per-op {per_op} --seed {seed}"
                                           + (f" --ops {','.join(ops)}" if ops != OPS else "")
                                           + (f" --fix {fix}" if fix else "")
-                                          + (f" --compare {other_rule}" if other_rule else ""),
+                                          + (f" --compare {other_rule}" if other_rule else "")
+                                          + (f" --sass '{sass}'" if sass else ""),
                                "emulator_commit": head, "uncommitted_changes": dirty, "nvrtc": nvrtc_version(),
+                               **({"candidates": candidates} if sass else {}),
                                "kernels": kernels, "measured": None}, "kernels"))
     print(f"seed {seed}: {len(kernels)} kernels -> {path}; cubins in {out_dir}")
     return path
@@ -476,6 +495,9 @@ def main(argv=None) -> None:
     d.add_argument("--fix", help="knobs every drawn setting keeps, e.g. async_copy=true,vector=4 (one operator)")
     d.add_argument("--compare", choices=RULES, help="also predict each kernel by this other rule of the emulator "
                    "(kernels.sass.emulator.RULES), so that the judgement says which of the two the GPU counts")
+    d.add_argument("--sass", metavar="REGEX", help="keep only kernels whose SASS matches it (each still a random "
+                   "setting, compiled and predicted before any GPU sees it; ids count every kernel drawn), e.g. "
+                   "'BRA\\.U' to reach a rule only some machine code exercises")
     d.add_argument("--compare-copy-rule", choices=("max", "global"), help="the same as --compare copy_rule=RULE")
     d.add_argument("--without-copy-rule", action="store_true", help="the same as --compare copy_rule=global (how the "
                    "ninth batch, seed 1649424385, was drawn)")
@@ -511,7 +533,12 @@ def main(argv=None) -> None:
         print(f"seed {seed} (from the clock)" if a.seed is None else f"seed {seed}", flush=True)
         other = "copy_rule=global" if a.without_copy_rule else \
             f"copy_rule={a.compare_copy_rule}" if a.compare_copy_rule else a.compare
-        draw(a.per_op, seed, a.workers, ops, a.fix, other)
+        if a.sass:
+            try:
+                re.compile(a.sass)
+            except re.error as e:
+                p.error(f"--sass takes a regular expression; '{a.sass}' is not one ({e}).")
+        draw(a.per_op, seed, a.workers, ops, a.fix, other, a.sass)
     elif a.cmd == "launch":
         launch(a.batch, a.cubins, a.only)
     elif a.cmd == "faults":
