@@ -2,7 +2,7 @@
 
     python -m bench.heldout draw [--per-op 52] [--seed S]        here: draw, compile, predict, write the batch
         [--ops gemm --fix async_copy=true,vector=4] [--compare copy_rule=max]    a batch restricted to judge a rule
-        [--sass 'BRA[.]U']                                      only kernels whose machine code has it
+        [--sass 'BRA[.]U'] [--sizes M=33-127]                   only kernels whose machine code has it
     python3 -m bench.heldout launch BATCH.json CUBINS/           on the GPU, under ncu: each kernel once (carry
         .heldout/SEED.tar.xz, which draw packs, and untar it there first)
     python3 -m bench.heldout faults BATCH.json CUBINS/ > F.json  on the GPU, not under ncu: each kernel the
@@ -48,22 +48,47 @@ NCU = {"global_ld": "smsp__inst_executed_op_global_ld.sum", "global_st": "smsp__
        "local_ld": "smsp__inst_executed_op_local_ld.sum", "local_st": "smsp__inst_executed_op_local_st.sum"}
 
 
-def random_shape(op: str, rng, ragged: bool, multiple: int = 1) -> dict:
+def random_shape(op: str, rng, ragged: bool, multiple: int = 1, sizes: dict | None = None) -> dict:
     """Moderate shapes (a few million lanes at most); `ragged` draws odd sizes (no power-of-two tile divides).
-    `multiple`: GEMM's N and K a multiple of it (vectors of that many floats need it), still ragged: 4 x odd."""
-    def n(lo, hi):
+    `multiple`: GEMM's N and K a multiple of it (vectors of that many floats need it), still ragged: 4 x odd.
+    `sizes`: a narrower range (lo, hi) for some dimensions, e.g. {"M": (33, 127)} (draw --sizes)."""
+    sizes = sizes or {}
+
+    def n(lo, hi, dim=None):
+        lo, hi = sizes.get(dim, (lo, hi))
         v = int(rng.integers(lo, hi + 1))
-        return v | 1 if ragged else max(lo, 1 << (v.bit_length() - 1))
+        if not ragged:
+            return max(lo, 1 << (v.bit_length() - 1))
+        return v | 1 if dim not in sizes or (v | 1) <= hi or v - 1 < lo else (v - 1) | 1     # odd, within a --sizes range
     if op == "gemm":
         if multiple > 1:
-            return {"M": n(1, 1024), "N": multiple * n(1, 1024 // multiple), "K": multiple * n(1, 1024 // multiple)}
-        return {"M": n(1, 1024), "N": n(1, 1024), "K": n(1, 1024)}
+            return {"M": n(1, 1024, "M"), "N": multiple * n(1, 1024 // multiple), "K": multiple * n(1, 1024 // multiple)}
+        return {"M": n(1, 1024, "M"), "N": n(1, 1024, "N"), "K": n(1, 1024, "K")}
     if op == "conv1d":
-        return {"M": n(1, 200000), "N": n(1, 1100)}
-    s = {"B": int(rng.integers(1, 5)), "C": n(1, 64), "H": n(1, 130), "W": n(1, 130), "K": int(rng.choice([1, 3, 5, 7]))}
+        return {"M": n(1, 200000, "M"), "N": n(1, 1100, "N")}
+    s = {"B": int(rng.integers(1, 5)), "C": n(1, 64, "C"), "H": n(1, 130, "H"), "W": n(1, 130, "W"),
+         "K": int(rng.choice([1, 3, 5, 7]))}
     if op == "dwsep_conv2d":
-        s["F"] = n(1, 128)
+        s["F"] = n(1, 128, "F")
     return s
+
+
+def parse_sizes(ops: tuple, text: str | None) -> dict:
+    """draw --sizes M=33-127,N=...: the dimensions' narrower ranges (one operator), checked with a sentence."""
+    if not text:
+        return {}
+    if len(ops) != 1:
+        raise SystemExit("--sizes applies to one operator; give --ops with one of them.")
+    dims = {"gemm": "MNK", "conv1d": "MN", "dwconv2d": "CHW", "dwsep_conv2d": "CHWF"}[ops[0]]
+    out = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        dim, _, rng = item.partition("=")
+        lo, _, hi = rng.partition("-")
+        if dim not in dims or not (lo.isdigit() and hi.isdigit()) or not 1 <= int(lo) <= int(hi):
+            raise SystemExit(f"--sizes takes DIM=LO-HI with DIM one of {', '.join(dims)} and 1 <= LO <= HI "
+                             f"(e.g. {dims[0]}=33-127), not '{item}'.")
+        out[dim] = (int(lo), int(hi))
+    return out
 
 
 def _predict(job: tuple) -> dict:
@@ -157,7 +182,7 @@ def fixed_knobs(ops: tuple, text: str | None) -> dict:
 
 
 def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None = None,
-         other_rule: str | None = None, sass: str | None = None) -> Path:
+         other_rule: str | None = None, sass: str | None = None, sizes: str | None = None) -> Path:
     import multiprocessing as mp
 
     import numpy as np
@@ -169,7 +194,7 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
     rng = np.random.default_rng(seed)
     out_dir = CUBINS / str(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
-    fixed = fixed_knobs(ops, fix)
+    fixed, narrow = fixed_knobs(ops, fix), parse_sizes(ops, sizes)
     DATA.mkdir(parents=True, exist_ok=True)
     path = DATA / f"batch-{seed}.json"
     again = path.exists()           # drawn before: only the cubins, for launch
@@ -183,7 +208,7 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
             if tries > DRAW_TRIES:
                 raise SystemExit(f"No valid {op} setting keeping {fix} was found at {DRAW_TRIES} random "
                                  f"{'shapes no tile divides' if ragged else 'shapes'}; fix fewer knobs.")
-            s = random_shape(op, rng, ragged, int(fixed.get("vector", 1)))
+            s = random_shape(op, rng, ragged, int(fixed.get("vector", 1)), narrow)
             use_best = not fixed and rng.integers(5) == 0
             k = preset(op, "cuda", "best", s) if use_best else random_valid(op, "cuda", s, rng, fixed=fixed)
             if k is None or has_remainder(k, s) != ragged and ragged:
@@ -226,6 +251,7 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
                                "command": f"python -m bench.heldout draw --per-op {per_op} --seed {seed}"
                                           + (f" --ops {','.join(ops)}" if ops != OPS else "")
                                           + (f" --fix {fix}" if fix else "")
+                                          + (f" --sizes {sizes}" if sizes else "")
                                           + (f" --compare {other_rule}" if other_rule else "")
                                           + (f" --sass '{sass}'" if sass else ""),
                                "emulator_commit": head, "uncommitted_changes": dirty, "nvrtc": nvrtc_version(),
@@ -495,6 +521,8 @@ def main(argv=None) -> None:
     d.add_argument("--fix", help="knobs every drawn setting keeps, e.g. async_copy=true,vector=4 (one operator)")
     d.add_argument("--compare", choices=RULES, help="also predict each kernel by this other rule of the emulator "
                    "(kernels.sass.emulator.RULES), so that the judgement says which of the two the GPU counts")
+    d.add_argument("--sizes", help="narrower ranges for some dimensions, e.g. M=33-127 (one operator; sizes stay "
+                   "odd in the half of the kernels drawn at shapes no tile divides)")
     d.add_argument("--sass", metavar="REGEX", help="keep only kernels whose SASS matches it (each still a random "
                    "setting, compiled and predicted before any GPU sees it; ids count every kernel drawn), e.g. "
                    "'BRA\\.U' to reach a rule only some machine code exercises")
@@ -527,6 +555,7 @@ def main(argv=None) -> None:
             p.error(f"--ops takes operators from {', '.join(OPS)}, not '{a.ops}'.")
         try:
             fixed_knobs(ops, a.fix)         # checked before a seed is drawn
+            parse_sizes(ops, a.sizes)
         except SystemExit as e:
             p.error(str(e))
         seed = a.seed if a.seed is not None else time.time_ns() % (1 << 32)
@@ -538,7 +567,7 @@ def main(argv=None) -> None:
                 re.compile(a.sass)
             except re.error as e:
                 p.error(f"--sass takes a regular expression; '{a.sass}' is not one ({e}).")
-        draw(a.per_op, seed, a.workers, ops, a.fix, other, a.sass)
+        draw(a.per_op, seed, a.workers, ops, a.fix, other, a.sass, a.sizes)
     elif a.cmd == "launch":
         launch(a.batch, a.cubins, a.only)
     elif a.cmd == "faults":

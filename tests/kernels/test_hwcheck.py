@@ -322,15 +322,17 @@ def test_a_restricted_draw_keeps_its_fixed_knobs_and_predicts_by_another_rule_to
 def test_a_draw_filtered_by_its_sass_keeps_only_matching_kernels_and_says_how_many_it_drew(tmp_path, monkeypatch):
     """draw --sass: random settings as ever, kept only where the compiled SASS matches (to reach a rule that only
     some machine code exercises, e.g. BRA.U); ids count every kernel drawn, the batch records how many were, and
-    a pattern that no kernel matches stops the draw with a sentence instead of drawing for ever."""
+    a pattern that no kernel matches stops the draw with a sentence instead of drawing for ever. --sizes narrows
+    a dimension's range (BRA.U over lanes that disagree needs M within one tile)."""
     from bench import heldout
     from kernels import sass
     from kernels.knobs import resolve
     monkeypatch.setattr(heldout, "DATA", tmp_path / "data")
     monkeypatch.setattr(heldout, "CUBINS", tmp_path / "cubins")
     fix = "cache_a=global,cache_b=global,vector=1"
-    b = json.loads(heldout.draw(2, 5, 1, ("gemm",), fix, None, r"IMAD\.WIDE").read_text())
-    assert b["command"].endswith(rf"--fix {fix} --sass 'IMAD\.WIDE'")
+    b = json.loads(heldout.draw(2, 5, 1, ("gemm",), fix, None, r"IMAD\.WIDE", "M=33-127").read_text())
+    assert b["command"].endswith(rf"--fix {fix} --sizes M=33-127 --sass 'IMAD\.WIDE'")
+    assert all(33 <= e["shape"]["M"] <= 127 for e in b["kernels"])
     assert len(b["kernels"]) == 2 and b["candidates"]["gemm"] >= 2
     ids = [int(e["id"].split("-")[1]) for e in b["kernels"]]
     assert ids == sorted(ids) and ids[-1] < b["candidates"]["gemm"]
@@ -340,9 +342,12 @@ def test_a_draw_filtered_by_its_sass_keeps_only_matching_kernels_and_says_how_ma
     monkeypatch.setattr(heldout, "SASS_TRIES", 1)
     with pytest.raises(SystemExit, match="Only 0 of 2 gemm kernels drawn have SASS matching 'NO_SUCH_OPCODE'"):
         heldout.draw(1, 6, 1, ("gemm",), fix, None, "NO_SUCH_OPCODE")
-    with pytest.raises(SystemExit) as bad:
-        heldout.main(["draw", "--ops", "gemm", "--sass", "BRA.("])
-    assert bad.value.code == 2
+    for argv in (["--sass", "BRA.("], ["--sizes", "M=127-33"], ["--sizes", "Q=1-9"]):
+        with pytest.raises(SystemExit) as bad:
+            heldout.main(["draw", "--ops", "gemm", *argv])
+        assert bad.value.code == 2
+    with pytest.raises(SystemExit, match="one operator"):
+        heldout.parse_sizes(("gemm", "conv1d"), "M=1-9")
 
 
 def test_split_k_workspace_is_placed_with_its_size_and_the_launch_bound_covers_it():
