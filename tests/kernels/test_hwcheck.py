@@ -377,7 +377,7 @@ def test_a_drawn_kernel_whose_emulation_runs_past_the_limit_is_a_miss_on_record(
     entry = {"id": "gemm-0", "op": "gemm", "shape": {"M": 64, "N": 64, "K": 64},
              "knobs": "tile_m=32,tile_n=32,patch_m=4,patch_n=4"}
     t0 = _time.perf_counter()
-    e = heldout._predict((entry, str(tmp_path), True))
+    e = heldout._predict((entry, str(tmp_path), True, None))
     assert _time.perf_counter() - t0 < 5 and "predicted" not in e and e["sass_hash"]
     assert e["error"].startswith("TimeoutError: the emulation did not finish in")
 
@@ -394,6 +394,6 @@ def test_a_drawn_kernel_whose_emulation_needs_too_much_memory_is_a_miss_on_recor
     before = resource.getrlimit(resource.RLIMIT_AS)
     entry = {"id": "gemm-0", "op": "gemm", "shape": {"M": 64, "N": 64, "K": 64},
              "knobs": "tile_m=32,tile_n=32,patch_m=4,patch_n=4"}
-    e = heldout._predict((entry, str(tmp_path), True))
+    e = heldout._predict((entry, str(tmp_path), True, None))
     assert e["error"] == "MemoryError: the emulation needed more than 1 GB" and "predicted" not in e
     assert resource.getrlimit(resource.RLIMIT_AS) == before
