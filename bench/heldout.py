@@ -558,17 +558,15 @@ def main(argv=None) -> None:
         try:
             fixed_knobs(ops, a.fix)         # checked before a seed is drawn
             parse_sizes(ops, a.sizes)
+            re.compile(a.sass or "")
         except SystemExit as e:
             p.error(str(e))
+        except re.error as e:
+            p.error(f"--sass takes a regular expression; '{a.sass}' is not one ({e}).")
         seed = a.seed if a.seed is not None else time.time_ns() % (1 << 32)
         print(f"seed {seed} (from the clock)" if a.seed is None else f"seed {seed}", flush=True)
         other = "copy_rule=global" if a.without_copy_rule else \
             f"copy_rule={a.compare_copy_rule}" if a.compare_copy_rule else a.compare
-        if a.sass:
-            try:
-                re.compile(a.sass)
-            except re.error as e:
-                p.error(f"--sass takes a regular expression; '{a.sass}' is not one ({e}).")
         draw(a.per_op, seed, a.workers, ops, a.fix, other, a.sass, a.sizes)
     elif a.cmd == "launch":
         launch(a.batch, a.cubins, a.only)
