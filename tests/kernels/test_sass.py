@@ -340,6 +340,10 @@ def test_the_held_out_kernel_the_emulator_could_not_read_now_agrees():
 # cubin drawn then, not today's): split-K with pad_tiles at a ragged shape, whose zero test moved from the
 # multiply-adds into the copies (2026-12-05).
 REBUILT = {843420274: {"gemm-12", "gemm-20", "gemm-32", "gemm-46"}}
+# Recorded misses whose emulation still takes far longer than a test may (a few threads running long loops: every
+# warp instruction is a step): batch 3863596101's dwsep_conv2d-4, 8 threads and about 63 million memory
+# instructions, past the draw's 10 minutes.
+TOO_SLOW = {3863596101: {"dwsep_conv2d-4"}}
 
 
 @pytest.mark.slow
@@ -357,8 +361,12 @@ def test_every_fifth_kernel_of_every_judged_batch_still_agrees():
 def test_every_judged_kernel_the_emulator_could_not_finish_when_drawn_agrees_now():
     """Recorded misses of judged batches where the emulator gave no counts (regression data, not a judgement):
     batch 652328404's predicate over partly known bits, and batch 3984747587's dwsep_conv2d-16, whose memo grew
-    past the draw's 8 GB (145 s and 2.5 GB here since the memo is bounded, every counter exact)."""
-    missed = [e for b in hwcheck.batches() for e in b["kernels"] if "error" in e and "measured" in e]
+    past the draw's 8 GB (145 s and 2.5 GB here since the memo is bounded, every counter exact). Those in
+    TOO_SLOW are left out, and must still be misses on record."""
+    missed = [(b["seed"], e) for b in hwcheck.batches() for e in b["kernels"] if "error" in e and "measured" in e]
+    slow = {(seed, e["id"]) for seed, e in missed if e["id"] in TOO_SLOW.get(seed, ())}
+    assert slow == {(seed, i) for seed, ids in TOO_SLOW.items() for i in ids}      # still misses on record
+    missed = [e for seed, e in missed if (seed, e["id"]) not in slow]
     assert {e["id"] for e in missed} >= {"dwsep_conv2d-16"}
     for e in missed:
         m = sass.machine_counts(e["op"], e["shape"], resolve(e["op"], "cuda", e["shape"], None, e["knobs"]))
