@@ -99,6 +99,7 @@ class Machine:
     copy_rule = "lines"     # copy_sectors' rule for 128-bit copies, one of COPY_RULES
     bsync_tokens = True     # a BSYNC joins only the lanes that executed its BSSY together (off: every group there)
     unanimous_bra = True    # a warp takes BRA.U only where all its active lanes would (off: each lane on its own)
+    branch_operand = True   # `@!P0 BRA P2, L` branches where the guard and P2 both hold (off: on the guard alone)
 
     def __init__(self, kernel: Kernel, launch: Launch, b0: int, b1: int, tracer=None):
         self.k, self.launch, self.tracer = kernel, launch, tracer
@@ -424,7 +425,7 @@ class Machine:
                 self.counts[cls] += nw
             if op == "BRA":
                 g = self.guard(ins)
-                for o in ins.ops[:-1]:      # `@!P0 BRA P2, L` branches where the guard AND P2 hold
+                for o in ins.ops[:-1] if self.branch_operand else ():      # `@!P0 BRA P2, L`: the guard AND P2
                     if o.kind == "reg" and _PRED.fullmatch(o.name) and not isinstance(g, Unknown):
                         g = _ops._bool_op("AND", g, self.pred(o))
                 target = labels[ins.ops[-1].name]
@@ -652,8 +653,8 @@ class Machine:
 COPY_RULES = ("lines", "max", "global")      # Machine.copy_rule
 # The rules a held-out batch may be predicted by beside the emulator's own (bench.heldout draw --compare): the
 # cp.async sector rules before the tenth batch, diverged groups joined at every BSYNC (before the twelfth), and
-# BRA.U taken lane by lane (before the seventeenth)
-RULES = ("copy_rule=max", "copy_rule=global", "bsync_tokens=false", "unanimous_bra=false")
+# BRA.U taken lane by lane (before the seventeenth), and a branch's predicate operand ignored (before the eighth)
+RULES = ("copy_rule=max", "copy_rule=global", "bsync_tokens=false", "unanimous_bra=false", "branch_operand=false")
 
 
 def _lanes_per_request(width: int) -> int:

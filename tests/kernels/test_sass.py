@@ -104,10 +104,14 @@ def test_a_branch_with_a_predicate_operand_is_taken_where_the_guard_and_the_oper
     # held-out gemm-0 (batch 1926702354): `@!P0 BRA P2, L` leaves an unrolled loop's last iteration to the code
     # after it; taking it on the guard alone sent 2573 of 3237 such iterations down the other path (the GPU
     # counted 172391 more shared loads, 67 per iteration). Lanes 0-15 have !P0, lanes 40-63 have P2
-    m = run(listing("S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x10, PT", "ISETP.GE.AND P2, PT, R0, 0x28, PT",
-                    f"@!P0 BRA {operand}, `(T)", "LDS R2, [RZ]", "BRA `(J)", "T:", "LDS R3, [RZ+0x4]", "J:", "EXIT"),
-            block=64)
+    prog = listing("S2R R0, SR_TID.X", "ISETP.GE.AND P0, PT, R0, 0x10, PT", "ISETP.GE.AND P2, PT, R0, 0x28, PT",
+                   f"@!P0 BRA {operand}, `(T)", "LDS R2, [RZ]", "BRA `(J)", "T:", "LDS R3, [RZ+0x4]", "J:", "EXIT")
+    m = run(prog, block=64)
     assert m.per_pc[0x60] == taken and m.per_pc[0x40] == 2     # warp 0 takes it or not; both warps fall through
+    if operand == "P2":     # the rule before the fix (draw --compare branch_operand=false): the guard alone
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(Machine, "branch_operand", False)
+            assert run(prog, block=64).per_pc[0x60] == 1
 
 
 @pytest.mark.parametrize("first, region", [(0x00, 0), (0x0d, 1), (0x20, 1)])
