@@ -79,9 +79,11 @@ def test_the_emulation_estimate_is_never_far_over_what_emulating_took():
     for f in glob.glob(str(shipped.PATH.parents[1] / "heldout" / "batch-*.json")):
         emulated = set()
         for e in json.loads(open(f).read())["kernels"]:
-            again = (e["op"], json.dumps(e["shape"]), e["knobs"]) in emulated     # drawn twice: the worker's counts
-            emulated.add((e["op"], json.dumps(e["shape"]), e["knobs"]))          # came from its cache the 2nd time
-            if e.get("predict_s") and e.get("launches") and not again:
+            key = (e["op"], json.dumps(e["shape"]), e["knobs"])
+            if key in emulated:         # drawn twice in the batch: the 2nd time came from the worker's cache
+                continue
+            emulated.add(key)
+            if e.get("predict_s") and e.get("launches"):
                 ls = [(math.prod(ln["grid"]), math.prod(ln["block"])) for ln in e["launches"]]
                 ratios.append(estimate.estimate_from(OPS[e["op"]].flops(e["shape"]), ls) / e["predict_s"])
     assert len(ratios) > 700 and max(ratios) <= estimate.ESTIMATE_OVER
