@@ -334,3 +334,41 @@ def test_readme_spread_figures_come_from_the_data():
     v = [f"{st['output']['ours']['vs_vendor']:.2f}x" for st in d["steps"]]
     text = " ".join((ROOT / "README.md").read_text().split())
     assert f"tuned {v[0]}, {v[1]} and {v[2]} cuDNN" in text and d["device"].startswith("NVIDIA H100")
+
+
+def test_readme_why_the_gemm_cubes_miss_comes_from_the_data():
+    """The cube goals' explanation: best's 4096^3 kernel and cuBLAS's in one run of the stall plan (same share of
+    issue slots on the FMA pipe, a lower issue rate), and the 1024^3 floor from the per-SM rates best's tiling rule
+    uses and the H200 table's rows."""
+    import json
+    from kernels.knobs import GEMM_ALONE_MS, GEMM_SM_MS, H200_SMS, preset
+    text = " ".join((ROOT / "README.md").read_text().split())
+    ks = json.loads((ROOT / "data" / "h200_gemm_stalls.json").read_text())["kernels"]
+    step = [k for k in ks if k["command"].endswith("--steps 6")]
+    ours, lib = (next(k for k in step if k["who"] == w) for w in ("kmi128p8k16", "cuBLAS"))
+    issue, fma, t = ("smsp__issue_active.avg.pct_of_peak_sustained_active",
+                     "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", "gpu__time_duration.sum")
+    st = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+    assert (f"(FMA pipe over issue activity: {100 * ours[fma] / ours[issue]:.1f}% ours, "
+            f"{100 * lib[fma] / lib[issue]:.1f}% cuBLAS's)") in text
+    assert (f"{ours[issue]:.1f}% of cycles against {lib[issue]:.1f}%, a ratio of {ours[issue] / lib[issue]:.3f}, "
+            f"where the two times give {lib[t] / ours[t]:.3f} ({ours[t] / 1e6:.3f} ms against {lib[t] / 1e6:.3f})") in text
+    assert abs(ours[issue] / lib[issue] - lib[t] / ours[t]) < 0.01      # the issue rate accounts for the whole gap
+    assert (f"our warps wait {ours[st.format('dispatch_stall')]:.2f} at dispatch and {ours[st.format('barrier')]:.2f} "
+            f"at barriers, cuBLAS's {lib[st.format('dispatch_stall')]:.2f} and {lib[st.format('barrier')]:.2f}") in text
+    w = "smsp__warps_active.avg.per_cycle_active"
+    assert (f"({lib[w]:.0f} a scheduler at {lib['launch__registers_per_thread']:.0f} registers against "
+            f"{ours[w]:.1f})") in text
+    # ours is best's own kernel at 4096^3 (its knobs are checked against the preset in tests/kernels/test_h200_data.py)
+    assert preset("gemm", "cuda", "best", {"M": 4096, "N": 4096, "K": 4096}).tile_m == 128
+    rows = {r["shape"]["M"]: r for r in json.loads((ROOT / "data" / "h200_bench.json").read_text())["rows"]
+            if r["op"] == "gemm"}
+    small = rows[1024]
+    ref, best = small["reference"]["median_ms"], small["runs"][small["best_run"]]["median_ms"]
+    assert f"1.2x means {ref / 1.2:.4f} ms" in text
+    blocks = (1024 // 64) ** 2
+    floor = -(-blocks // H200_SMS) * GEMM_SM_MS[64] * 1024 / 4096
+    assert floor < ref / 1.2 < best
+    assert (f"would take {floor:.4f} ms with no launch or tail; two blocks (8 warps) to an SM run slower than that "
+            f"(measured {best:.4f} ms, {100 * (best / floor - 1):.0f}% over), and the 64 blocks of 128x128 take "
+            f"{GEMM_ALONE_MS[128] / 4:.3f} ms") in text
