@@ -3,6 +3,7 @@
     python -m bench.heldout draw [--per-op 52] [--seed S]        here: draw, compile, predict, write the batch
         [--ops gemm --fix async_copy=true,vector=4] [--compare copy_rule=max]    a batch restricted to judge a rule
         [--sass 'BRA[.]U'] [--sizes M=33-127]                   only kernels whose machine code has it
+        [--compare bsync_tokens=false --differ]                  only kernels the two rules predict apart
     python3 -m bench.heldout launch BATCH.json CUBINS/           on the GPU, under ncu: each kernel once (carry
         .heldout/SEED.tar.xz, which draw packs, and untar it there first)
     python3 -m bench.heldout faults BATCH.json CUBINS/ > F.json  on the GPU, not under ncu: each kernel the
@@ -54,15 +55,20 @@ def random_shape(op: str, rng, ragged: bool, multiple: int = 1, sizes: dict | No
     `sizes`: a narrower range (lo, hi) for some dimensions, e.g. {"M": (33, 127)} (draw --sizes)."""
     sizes = sizes or {}
 
-    def n(lo, hi, dim=None):
-        lo, hi = sizes.get(dim, (lo, hi))
+    def n(lo, hi, dim=None, scale=1):
+        if dim in sizes:                # in units of `scale`: N and K of a vectorized GEMM are multiples of it
+            lo, hi = -(-sizes[dim][0] // scale), sizes[dim][1] // scale
+            if lo > hi:
+                raise SystemExit(f"--sizes {dim}={sizes[dim][0]}-{sizes[dim][1]} holds no multiple of {scale}, which "
+                                 f"{dim} must be with vector={scale}; widen the range.")
         v = int(rng.integers(lo, hi + 1))
         if not ragged:
             return max(lo, 1 << (v.bit_length() - 1))
         return v | 1 if dim not in sizes or (v | 1) <= hi or v - 1 < lo else (v - 1) | 1     # odd, within a --sizes range
     if op == "gemm":
         if multiple > 1:
-            return {"M": n(1, 1024, "M"), "N": multiple * n(1, 1024 // multiple), "K": multiple * n(1, 1024 // multiple)}
+            return {"M": n(1, 1024, "M"), "N": multiple * n(1, 1024 // multiple, "N", multiple),
+                    "K": multiple * n(1, 1024 // multiple, "K", multiple)}
         return {"M": n(1, 1024, "M"), "N": n(1, 1024, "N"), "K": n(1, 1024, "K")}
     if op == "conv1d":
         return {"M": n(1, 200000, "M"), "N": n(1, 1100, "N")}
@@ -92,8 +98,13 @@ def parse_sizes(ops: tuple, text: str | None) -> dict:
 
 
 def _predict(job: tuple) -> dict:
-    """Compile one drawn kernel, keep its cubin, emulate it unless only the cubin is wanted (in a worker process)."""
-    entry, out_dir, predict, pattern = job
+    """Compile one drawn kernel, keep its cubin, emulate it unless only the cubin is wanted (in a worker process).
+    job: (entry, cubin folder, predict?, SASS pattern or None[, differ]) where differ, for draw --differ, is True
+    (keep the kernel only where the other rule predicts a count apart) or, rebuilding such a batch, the ids it kept."""
+    entry, out_dir, predict, pattern, *rest = job
+    differ = rest[0] if rest else None
+    if isinstance(differ, (set, frozenset)) and entry["id"] not in differ:
+        return {**entry, "unmatched": True}     # not in the batch that was drawn with --differ
     from kernels import sass
     from kernels.knobs import resolve
     op, s = entry["op"], entry["shape"]
@@ -133,6 +144,9 @@ def _predict(job: tuple) -> dict:
                 setattr(Machine, name, kept)
             got = {key: int(alt.ncu[NCU[key]]) for key in NCU}
             entry["other_rule"] = {"rule": other, "predicted": got}
+            if differ is True and got == entry["predicted"]:
+                Path(out_dir, f"{entry['id']}.cubin").unlink()
+                return {**entry, "unmatched": True}     # the two rules agree here: it would not judge the rule
     except Exception as e:      # noqa: BLE001 - a kernel the emulator cannot read (or not in time) is a miss, on record
         entry["error"] = f"{type(e).__name__}: {e}" if not isinstance(e, MemoryError) else \
             f"MemoryError: the emulation needed more than {PREDICT_MEMORY >> 30} GB"
@@ -155,7 +169,7 @@ PREDICT_MEMORY = 8 << 30
 
 
 DRAW_TRIES = 2000              # random shapes a drawn kernel may take before the draw gives up on its knobs
-# draw --sass: kernels compiled per kernel wanted before the draw gives up (the first try at the BRA.U batch, seed
+# draw --sass or --differ: kernels compiled per kernel wanted before the draw gives up (the first try at the BRA.U batch, seed
 # 393401771, found BRA.U in 4 of about 490 GEMM kernels drawn with its knobs and sizes, and stopped at 100 a kernel)
 SASS_TRIES = 400
 
@@ -184,7 +198,8 @@ def fixed_knobs(ops: tuple, text: str | None) -> dict:
 
 
 def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None = None,
-         other_rule: str | None = None, sass: str | None = None, sizes: str | None = None) -> Path:
+         other_rule: str | None = None, sass: str | None = None, sizes: str | None = None,
+         differ: bool = False) -> Path:
     import multiprocessing as mp
 
     import numpy as np
@@ -200,6 +215,10 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
     DATA.mkdir(parents=True, exist_ok=True)
     path = DATA / f"batch-{seed}.json"
     again = path.exists()           # drawn before: only the cubins, for launch
+    if differ and not other_rule:
+        raise SystemExit("--differ keeps the kernels that two rules predict apart; name the other with --compare.")
+    keep = frozenset(e["id"] for e in json.load(open(path))["kernels"]) if again and differ else differ
+    filtered = bool(sass or differ)
     kernels, candidates = [], {}
 
     def one(op: str, i: int) -> dict:
@@ -223,14 +242,17 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
         for op in ops:
             made = n = 0
             while made < per_op:
-                if sass and n >= SASS_TRIES * per_op:
-                    raise SystemExit(f"Only {made} of {n} {op} kernels drawn have SASS matching '{sass}'; fix knobs "
-                                     "that make it likelier, or ask for fewer.")
-                want = per_op - made if not sass else max(workers, 2 * (per_op - made))
-                jobs = [(one(op, n + j), str(out_dir), not again, sass) for j in range(want)]
+                if filtered and n >= SASS_TRIES * per_op:
+                    what = (f"have SASS matching '{sass}'" if sass else "") + (" and " if sass and differ else "") \
+                        + (f"are predicted apart by {other_rule}" if differ else "")
+                    raise SystemExit(f"Only {made} of {n} {op} kernels drawn {what}; fix knobs that make it "
+                                     "likelier, or ask for fewer.")
+                want = per_op - made if not filtered else max(workers, 2 * (per_op - made))
+                jobs = [(one(op, n + j), str(out_dir), not again, sass, keep) for j in range(want)]
                 n += want
                 for e in pool.imap(_predict, jobs):
-                    if e.get("unmatched") or made >= per_op:
+                    if e.get("unmatched") or made >= per_op or filtered and "skip" in e:
+                        Path(out_dir, f"{e['id']}.cubin").unlink(missing_ok=True)
                         continue                # a candidate past the last one wanted is dropped, predicted or not
                     done = e.get("skip") or e.get("error") or ("compiled" if again else "predicted")
                     print(f"{e['id']:16s} {json.dumps(e['shape']):56s} {done} ({e.get('predict_s', 0)} s)", flush=True)
@@ -255,9 +277,10 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
                                           + (f" --fix {fix}" if fix else "")
                                           + (f" --sizes {sizes}" if sizes else "")
                                           + (f" --compare {other_rule}" if other_rule else "")
-                                          + (f" --sass '{sass}'" if sass else ""),
+                                          + (f" --sass '{sass}'" if sass else "")
+                                          + (" --differ" if differ else ""),
                                "emulator_commit": head, "uncommitted_changes": dirty, "nvrtc": nvrtc_version(),
-                               **({"candidates": candidates} if sass else {}),
+                               **({"candidates": candidates} if filtered else {}),
                                "kernels": kernels, "measured": None}, "kernels"))
     print(f"seed {seed}: {len(kernels)} kernels -> {path}; cubins in {out_dir}")
     return path
@@ -528,6 +551,9 @@ def main(argv=None) -> None:
     d.add_argument("--sass", metavar="REGEX", help="keep only kernels whose SASS matches it (each still a random "
                    "setting, compiled and predicted before any GPU sees it; ids count every kernel drawn), e.g. "
                    "'BRA\\.U' to reach a rule only some machine code exercises")
+    d.add_argument("--differ", action="store_true", help="keep only kernels whose prediction by the --compare rule "
+                   "differs from today's on some counter (each still a random setting, predicted both ways before any "
+                   "GPU sees it), so that every kernel of the batch judges the rule")
     d.add_argument("--compare-copy-rule", choices=("max", "global"), help="the same as --compare copy_rule=RULE")
     d.add_argument("--without-copy-rule", action="store_true", help="the same as --compare copy_rule=global (how the "
                    "ninth batch, seed 1649424385, was drawn)")
@@ -567,7 +593,9 @@ def main(argv=None) -> None:
         print(f"seed {seed} (from the clock)" if a.seed is None else f"seed {seed}", flush=True)
         other = "copy_rule=global" if a.without_copy_rule else \
             f"copy_rule={a.compare_copy_rule}" if a.compare_copy_rule else a.compare
-        draw(a.per_op, seed, a.workers, ops, a.fix, other, a.sass, a.sizes)
+        if a.differ and not other:
+            p.error("--differ keeps the kernels that two rules predict apart; name the other with --compare.")
+        draw(a.per_op, seed, a.workers, ops, a.fix, other, a.sass, a.sizes, a.differ)
     elif a.cmd == "launch":
         launch(a.batch, a.cubins, a.only)
     elif a.cmd == "faults":

@@ -350,6 +350,40 @@ def test_a_draw_filtered_by_its_sass_keeps_only_matching_kernels_and_says_how_ma
         heldout.parse_sizes(("gemm", "conv1d"), "M=1-9")
 
 
+def test_a_draw_that_keeps_only_kernels_two_rules_predict_apart(tmp_path, monkeypatch, capsys):
+    """draw --differ (with --compare): random settings as ever, each predicted by today's rule and the other, kept
+    only where the two differ on some counter, so that every kernel of the batch judges the rule; its cubin folder
+    holds the kept kernels alone, a rebuild for launch keeps the same ones without emulating, and a setting where
+    the rules cannot differ stops with a sentence. --sizes applies to N and K of a vectorized GEMM too (in
+    multiples of the vector)."""
+    from bench import heldout
+    monkeypatch.setattr(heldout, "DATA", tmp_path / "data")
+    monkeypatch.setattr(heldout, "CUBINS", tmp_path / "cubins")
+    fix, sizes = "async_copy=true,vector=4,interleave=true", "M=16-64,N=16-64,K=16-64"
+    path = heldout.draw(1, 7, 1, ("gemm",), fix, "copy_rule=global", None, sizes, True)
+    b = json.loads(path.read_text())
+    assert b["command"].endswith(f"--sizes {sizes} --compare copy_rule=global --differ")
+    (e,) = b["kernels"]
+    assert e["other_rule"]["predicted"] != e["predicted"] and b["candidates"]["gemm"] >= 1
+    assert all(16 <= e["shape"][d] <= 64 for d in "MNK") and e["shape"]["N"] % 4 == e["shape"]["K"] % 4 == 0
+    folder = tmp_path / "cubins" / "7"
+    assert sorted(x.name for x in folder.iterdir()) == [f"{e['id']}.cubin"]
+    capsys.readouterr()
+    heldout.draw(1, 7, 1, ("gemm",), fix, "copy_rule=global", None, sizes, True)     # rebuilt for launch
+    assert "1 of 1 SASS hashes equal" in capsys.readouterr().out and json.loads(path.read_text()) == b
+    assert sorted(x.name for x in folder.iterdir()) == [f"{e['id']}.cubin"]
+    monkeypatch.setattr(heldout, "SASS_TRIES", 1)
+    with pytest.raises(SystemExit, match="Only 0 of 2 gemm kernels drawn are predicted apart by copy_rule=global"):
+        heldout.draw(1, 8, 1, ("gemm",), "async_copy=false,vector=4", "copy_rule=global", None, sizes, True)
+    with pytest.raises(SystemExit, match="name the other with --compare"):
+        heldout.draw(1, 9, 1, ("gemm",), fix, None, None, None, True)
+    with pytest.raises(SystemExit, match="holds no multiple of 4"):
+        heldout.draw(1, 10, 1, ("gemm",), fix, None, None, "N=5-7")
+    with pytest.raises(SystemExit) as bad:
+        heldout.main(["draw", "--ops", "gemm", "--differ"])
+    assert bad.value.code == 2
+
+
 def test_split_k_workspace_is_placed_with_its_size_and_the_launch_bound_covers_it():
     """C_rf (split-K's partial sums) is allocated by the schedule, not the TE graph: the emulator's launches give
     its pointer the buffer's bytes (a batch drawn before recorded 0, and the GPU launch wrote out of bounds), and
