@@ -58,6 +58,24 @@ def test_the_readme_reports_the_held_out_figure():
         assert str(seed) in readme
 
 
+def test_the_readme_names_every_batch_still_waiting_for_its_judgement():
+    """A batch drawn and committed but not yet profiled is named in the README with its kernels (and, drawn
+    filtered, how many were drawn for them); every kernel of it is predicted or a miss on record, and where it
+    was drawn with --differ, the two rules predict every kept kernel apart."""
+    readme = " ".join(Path(__file__).resolve().parents[2].joinpath("README.md").read_text().split())
+    waiting = [json.loads(p.read_text()) for p in sorted(hwcheck.HELDOUT.glob("batch-*.json"))]
+    waiting = [b for b in waiting if b["measured"] is None]
+    for b in waiting:
+        assert f"seed {b['seed']}" in readme
+        assert all(("predicted" in e) != ("error" in e) for e in b["kernels"])
+        if "--differ" in b["command"]:
+            assert all(e["other_rule"]["predicted"] != e["predicted"] for e in b["kernels"] if "predicted" in e)
+        if "candidates" in b:
+            assert f"{len(b['kernels'])} of {sum(b['candidates'].values())} drawn" in readme
+        else:
+            assert f"{len(b['kernels'])} kernels" in readme
+
+
 def test_a_batch_is_judged_once(tmp_path):
     from bench import heldout
     b = {"seed": 1, "drawn": "2026-01-01T00:00:00+00:00", "kernels": [], "measured": {"date": "2026-01-02"}}
