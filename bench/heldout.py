@@ -9,6 +9,10 @@
     python3 -m bench.heldout faults BATCH.json CUBINS/ > F.json  on the GPU, not under ncu: each kernel the
         emulator predicted to fault, launched alone in a process of its own (a fault ends the process)
     python -m bench.heldout judge BATCH.json NCU.csv --device D --command C [--faults F.json]    here: once
+    python3 -m bench.heldout profile SEED [SEED..] --out DIR     on the GPU: each batch under ncu (the eight
+        counters), then its predicted faults, into DIR (carry .heldout/SEED.tar.xz; it is unpacked there)
+    python -m bench.heldout judge-profiled DIR [SEED..]          here: judge each batch profile wrote into DIR
+        (its ncu log gzipped into data/heldout/ncu-SEED.csv.gz), once
     python -m bench.heldout report                                every judged batch, one line each
     python -m bench.heldout regress                               the emulator's counts of data/ncu_h200.csv
     python3 -m bench.heldout hashcheck BATCH.json [--first N]     on the GPU, with TVM: TVM builds N kernels
@@ -445,6 +449,65 @@ def judge(batch: str, ncu_csv: str, device: str, command: str, date: str | None 
     print(json.dumps(b["summary"]))
 
 
+def _here(seed: int) -> tuple[str, str]:
+    """The batch file and cubin folder of a seed, relative to the repository (as the commands name them)."""
+    return os.path.relpath(DATA / f"batch-{seed}.json", ROOT), os.path.relpath(CUBINS / str(seed), ROOT)
+
+
+def ncu_command(seed: int) -> list[str]:
+    """The profile of one batch: each kernel launched once under Nsight Compute, the eight counters of NCU, at the
+    GPU's own clocks."""
+    return ["ncu", "--clock-control", "none", "--kernel-name", "regex:^main_kernel", "--metrics", ",".join(NCU.values()),
+            "--csv", "--print-units", "base", "python3", "-m", "bench.heldout", "launch", *_here(seed)]
+
+
+def profile(seeds: list[int], out: str) -> None:
+    """On the GPU machine: each batch (not yet judged) under ncu, then the kernels predicted to fault, each alone;
+    writes DIR/ncu-SEED.csv, DIR/faults-SEED.json, DIR/date-SEED.txt (UTC, when its profile began) and DIR/gpu.txt,
+    all that `judge-profiled DIR` needs here."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    for seed in seeds:                  # every batch checked before any is profiled
+        b = json.load(open(DATA / f"batch-{seed}.json"))
+        if b.get("measured"):
+            raise SystemExit(f"batch-{seed}.json was judged on {b['measured']['date']}; a batch is judged once.")
+        tarball = CUBINS / f"{seed}.tar.xz"
+        if not (CUBINS / str(seed)).is_dir() and not tarball.exists():
+            raise SystemExit(f"No cubins for batch {seed}: carry .heldout/{seed}.tar.xz (here, `python -m bench.heldout "
+                             f"draw --seed {seed}` with the batch's options rebuilds it).")
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()[0].strip()
+    (folder / "gpu.txt").write_text(gpu + "\n")
+    for seed in seeds:
+        if not (CUBINS / str(seed)).is_dir():
+            subprocess.run(["tar", "-xJf", str(CUBINS / f"{seed}.tar.xz"), "-C", str(CUBINS.parent)], check=True)
+        (folder / f"date-{seed}.txt").write_text(dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds") + "\n")
+        with open(folder / f"ncu-{seed}.csv", "w") as csv, open(folder / f"launch-{seed}.err", "w") as err:
+            rc = subprocess.run(ncu_command(seed), stdout=csv, stderr=err, cwd=ROOT).returncode
+        with open(folder / f"faults-{seed}.json", "w") as f, open(folder / f"launch-{seed}.err", "a") as err:
+            subprocess.run([sys.executable, "-m", "bench.heldout", "faults", *_here(seed)], stdout=f, stderr=err,
+                           cwd=ROOT, check=True)
+        print(f"batch {seed}: ncu exited {rc}; {folder}/ncu-{seed}.csv", flush=True)
+
+
+def judge_profiled(folder: str, seeds: list[int] | None = None) -> None:
+    """Here: `judge` each batch that `profile` wrote into the folder (all of them unless seeds are given), with the
+    device, date and command it recorded, and keep its ncu log as data/heldout/ncu-SEED.csv.gz."""
+    import gzip
+    d = Path(folder)
+    seeds = seeds or sorted(int(p.stem.split("-")[1]) for p in d.glob("ncu-*.csv"))
+    if not seeds or not (d / "gpu.txt").exists():
+        raise SystemExit(f"{folder} holds no batch profiled by `python3 -m bench.heldout profile` (ncu-SEED.csv and "
+                         "gpu.txt).")
+    device = (d / "gpu.txt").read_text().strip()
+    for seed in seeds:
+        csv = d / f"ncu-{seed}.csv"
+        judge(str(DATA / f"batch-{seed}.json"), str(csv), device, f"python3 -m bench.heldout profile {seed} (under it: "
+              f"{' '.join(ncu_command(seed))}; python3 -m bench.heldout faults {' '.join(_here(seed))})",
+              (d / f"date-{seed}.txt").read_text().strip(), str(d / f"faults-{seed}.json"))
+        (DATA / f"ncu-{seed}.csv.gz").write_bytes(gzip.compress(csv.read_bytes(), mtime=0))
+
+
 def summary(b: dict) -> dict:
     """Counts over the kernels that ran; those the driver could not launch are counted apart."""
     ks = [e for e in b["kernels"] if "not_launched" not in e]
@@ -568,6 +631,12 @@ def main(argv=None) -> None:
     j.add_argument("--command", required=True)
     j.add_argument("--date", help="when the GPU profiled the batch (UTC, ISO 8601); default now")
     j.add_argument("--faults", help="what `faults` printed: the kernels predicted to fault, each launched alone")
+    pf = sub.add_parser("profile")
+    pf.add_argument("seeds", nargs="+", type=int)
+    pf.add_argument("--out", default=os.environ.get("OUT", "judged"), help="folder for the logs (default $OUT)")
+    jp = sub.add_parser("judge-profiled")
+    jp.add_argument("folder")
+    jp.add_argument("seeds", nargs="*", type=int)
     ft = sub.add_parser("faults")
     ft.add_argument("batch")
     ft.add_argument("cubins")
@@ -598,6 +667,10 @@ def main(argv=None) -> None:
         draw(a.per_op, seed, a.workers, ops, a.fix, other, a.sass, a.sizes, a.differ)
     elif a.cmd == "launch":
         launch(a.batch, a.cubins, a.only)
+    elif a.cmd == "profile":
+        profile(a.seeds, a.out)
+    elif a.cmd == "judge-profiled":
+        judge_profiled(a.folder, a.seeds)
     elif a.cmd == "faults":
         faults(a.batch, a.cubins)
     elif a.cmd == "judge":

@@ -3,6 +3,7 @@ and the held-out batches (data/heldout), whose figure the README and the Hardwar
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -115,6 +116,54 @@ def test_a_kernel_the_driver_cannot_launch_is_judged_neither_hit_nor_miss(tmp_pa
     assert out["summary"]["not_launched"] == ["gemm-1"]
     h = hwcheck.heldout(tmp_path)
     assert list(h["id"]) == ["gemm-0", "gemm-2"] and list(h["agrees"]) == [True, False]
+
+
+def test_profile_on_the_gpu_then_judge_profiled_here(tmp_path, monkeypatch):
+    """profile (on the GPU machine) unpacks the carried cubins, runs each batch under ncu and its predicted faults,
+    and leaves in one folder all that judge-profiled needs here: the device, when each profile began, the ncu log
+    and the faults; judge-profiled records them with the command and keeps the log gzipped beside the batch. A
+    batch already judged is refused before anything runs, and a folder without profiles says so."""
+    import gzip
+    from bench import heldout
+    data, cubins, out, bin_ = (tmp_path / x for x in ("data", "cubins", "out", "bin"))
+    monkeypatch.setattr(heldout, "DATA", data)
+    monkeypatch.setattr(heldout, "CUBINS", cubins)
+    for d in (data, cubins / "5", bin_):
+        d.mkdir(parents=True)
+    pred = {k: 100 for k in heldout.NCU}
+    ks = [{"id": f"gemm-{i}", "op": "gemm", "shape": {"M": 8, "N": 8, "K": 8}, "knobs": "tile_m=8",
+           "remainder": False, "predicted": dict(pred), "sass_hash": "x", "launches": [{"name": "main_kernel"}]}
+          for i in range(2)]
+    (data / "batch-5.json").write_text(json.dumps({"seed": 5, "drawn": "2026-12-05T00:00:00+00:00",
+                                                   "command": "python -m bench.heldout draw", "kernels": ks,
+                                                   "measured": None}))
+    (cubins / "5" / "gemm-0.cubin").write_bytes(b"x")
+    heldout._pack(cubins / "5")
+    (cubins / "5" / "gemm-0.cubin").unlink()
+    (cubins / "5").rmdir()
+    log = _ncu_csv([{m: 100 for m in heldout.NCU.values()}] * 2, {"launched": 2, "skipped": {}, "hash_mismatches": []})
+    (tmp_path / "log.csv").write_text(log)
+    (bin_ / "ncu").write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path}/ncu-args\ncat {tmp_path}/log.csv\n")
+    (bin_ / "nvidia-smi").write_text("#!/bin/sh\necho 'NVIDIA H100 80GB HBM3'\n")
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
+    heldout.profile([5], str(out))
+    assert (cubins / "5" / "gemm-0.cubin").exists()                    # unpacked from the carried tarball
+    args = (tmp_path / "ncu-args").read_text().split()
+    assert args[:3] == ["--clock-control", "none", "--kernel-name"] and args[-3] == "launch"
+    assert args[-2].endswith("data/batch-5.json") and args[-1].endswith("cubins/5")
+    assert json.loads((out / "faults-5.json").read_text()) == {}       # none predicted to fault
+    heldout.judge_profiled(str(out))
+    b = json.loads((data / "batch-5.json").read_text())
+    assert b["measured"]["device"] == "NVIDIA H100 80GB HBM3" and b["summary"]["agree"] == 2
+    assert b["measured"]["date"] == (out / "date-5.txt").read_text().strip()
+    assert b["measured"]["command"].startswith("python3 -m bench.heldout profile 5 (under it: ncu --clock-control")
+    assert gzip.decompress((data / "ncu-5.csv.gz").read_bytes()).decode() == log
+    with pytest.raises(SystemExit, match="judged once"):
+        heldout.profile([5], str(out))
+    with pytest.raises(SystemExit, match="holds no batch profiled"):
+        heldout.judge_profiled(str(tmp_path / "bin"))
 
 
 def _fake_gpu(monkeypatch, frames: dict) -> list:
