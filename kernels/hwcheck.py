@@ -93,6 +93,14 @@ def batches(folder: Path = HELDOUT) -> list[dict]:
     return sorted((b for b in out if b.get("measured")), key=lambda b: b["measured"]["date"])
 
 
+def waiting(folder: Path = HELDOUT) -> list[dict]:
+    """Held-out batches drawn and committed, predictions written, not yet profiled: seed, when drawn, kernels, and
+    the command that drew them (what a batch drawn to judge one rule keeps fixed), oldest first."""
+    out = [json.load(open(p)) for p in sorted(Path(folder).glob("batch-*.json"))]
+    return sorted(({"seed": b["seed"], "drawn": b["drawn"], "kernels": len(b["kernels"]), "command": b["command"]}
+                   for b in out if not b.get("measured")), key=lambda w: w["drawn"])
+
+
 def heldout(folder: Path = HELDOUT) -> pd.DataFrame:
     """One row per held-out kernel of every judged batch: its batch, operator, whether tiles divide its shape,
     and whether every counter agrees (an emulator that could not read the kernel counts as a miss). A kernel the

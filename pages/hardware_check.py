@@ -45,7 +45,8 @@ def heldout_section() -> None:
     st.markdown("Per operator: " + ", ".join(f"{op} {int(r['sum'])}/{int(r['count'])}" for op, r in per.iterrows())
                 + ". Batches: " + "; ".join(f"seed {s} ({g['device'].iloc[0]}, profiled {g['measured_on'].iloc[0]})"
                                              for s, g in h.groupby("seed")) + ".")
-    st.caption(f"Each batch: random valid knobs at random shapes for all four operators, drawn with a seed from "
+    st.caption(f"Each batch: random valid knobs at random shapes for all four operators (or, drawn to judge one "
+               f"rule of the emulator, one operator's knobs kept fixed where the rule applies), drawn with a seed from "
                f"the clock; the emulator's predictions were written (and committed) before the GPU profiled the "
                f"kernels, and the batch was judged once. Agreement: {hwcheck.PROMISE}. A kernel the emulator "
                "could not read counts as a miss.")
@@ -53,6 +54,11 @@ def heldout_section() -> None:
     if not miss.empty:
         with st.expander(f"The {len(miss)} kernel(s) that disagree"):
             st.dataframe(miss.drop(columns=["drawn", "device"]), hide_index=True, width="stretch")
+    wait = hwcheck.waiting()
+    if wait:
+        st.caption(f"Predicted and committed, not yet profiled ({len(wait)} batch(es), not in the figures above): "
+                   + "; ".join(f"seed {w['seed']}, {w['kernels']} kernels, drawn {w['drawn'][:10]} by "
+                               f"`{w['command']}`" for w in wait) + ".")
 
 
 def summary(df: pd.DataFrame) -> None:

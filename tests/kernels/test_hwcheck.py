@@ -77,6 +77,17 @@ def test_the_readme_names_every_batch_still_waiting_for_its_judgement():
             assert f"{len(b['kernels'])} kernels" in readme
 
 
+def test_waiting_lists_the_batches_drawn_but_not_yet_judged_oldest_first(tmp_path):
+    for seed, drawn, measured in ((1, "2026-12-07T02:00:00+00:00", None), (2, "2026-12-07T01:00:00+00:00", None),
+                                  (3, "2026-12-06T00:00:00+00:00", {"date": "2026-12-06T01:00:00+00:00"})):
+        (tmp_path / f"batch-{seed}.json").write_text(json.dumps(
+            {"seed": seed, "drawn": drawn, "command": f"python -m bench.heldout draw --seed {seed}",
+             "kernels": [{"id": "gemm-0"}] * seed, "measured": measured}))
+    assert hwcheck.waiting(tmp_path) == [
+        {"seed": 2, "drawn": "2026-12-07T01:00:00+00:00", "kernels": 2, "command": "python -m bench.heldout draw --seed 2"},
+        {"seed": 1, "drawn": "2026-12-07T02:00:00+00:00", "kernels": 1, "command": "python -m bench.heldout draw --seed 1"}]
+
+
 def test_a_batch_is_judged_once(tmp_path):
     from bench import heldout
     b = {"seed": 1, "drawn": "2026-01-01T00:00:00+00:00", "kernels": [], "measured": {"date": "2026-01-02"}}

@@ -33,3 +33,19 @@ def test_the_page_leads_with_the_held_out_figure(tmp_path, monkeypatch):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Kernels whose every counter agrees"] == f"{int(h['agrees'].sum())} of {len(h)}"
     assert any("seed 652328404" in m.value for m in at.markdown)
+
+
+def test_batches_still_waiting_for_the_gpu_are_named_apart_from_the_figure(tmp_path, monkeypatch):
+    """A batch whose predictions are committed but which no GPU has profiled yet is named below the held-out
+    figure (seed, kernels, the command that drew it) and counts in none of its numbers."""
+    from kernels import hwcheck
+    wait = hwcheck.waiting()
+    judged = {b["seed"] for b in hwcheck.batches()}
+    assert all(w["seed"] not in judged and w["command"].startswith("python -m bench.heldout draw") for w in wait)
+    at = open_page("hardware_check", tmp_path, monkeypatch)
+    no_failures(at)
+    text = " ".join(c.value for c in at.caption)
+    for w in wait:
+        assert f"seed {w['seed']}, {w['kernels']} kernels" in text
+    assert ("not yet profiled" in text) == bool(wait)
+    assert {int(s) for s in hwcheck.heldout()["seed"].unique()} == judged
