@@ -201,6 +201,12 @@ def fixed_knobs(ops: tuple, text: str | None) -> dict:
     return {name: getattr(k, name) for name in names}
 
 
+def need_rule(differ: bool, other_rule: str | None) -> None:
+    """--differ compares two rules' predictions: it needs the other named (--compare)."""
+    if differ and not other_rule:
+        raise SystemExit("--differ keeps the kernels that two rules predict apart; name the other with --compare.")
+
+
 def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None = None,
          other_rule: str | None = None, sass: str | None = None, sizes: str | None = None,
          differ: bool = False) -> Path:
@@ -219,8 +225,7 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
     DATA.mkdir(parents=True, exist_ok=True)
     path = DATA / f"batch-{seed}.json"
     again = path.exists()           # drawn before: only the cubins, for launch
-    if differ and not other_rule:
-        raise SystemExit("--differ keeps the kernels that two rules predict apart; name the other with --compare.")
+    need_rule(differ, other_rule)
     keep = frozenset(e["id"] for e in json.load(open(path))["kernels"]) if again and differ else differ
     filtered = bool(sass or differ)
     kernels, candidates = [], {}
@@ -650,20 +655,19 @@ def main(argv=None) -> None:
         ops = tuple(x.strip() for x in a.ops.split(",") if x.strip())
         if not ops or set(ops) - set(OPS):
             p.error(f"--ops takes operators from {', '.join(OPS)}, not '{a.ops}'.")
+        other = "copy_rule=global" if a.without_copy_rule else \
+            f"copy_rule={a.compare_copy_rule}" if a.compare_copy_rule else a.compare
         try:
             fixed_knobs(ops, a.fix)         # checked before a seed is drawn
             parse_sizes(ops, a.sizes)
             re.compile(a.sass or "")
+            need_rule(a.differ, other)
         except SystemExit as e:
             p.error(str(e))
         except re.error as e:
             p.error(f"--sass takes a regular expression; '{a.sass}' is not one ({e}).")
         seed = a.seed if a.seed is not None else time.time_ns() % (1 << 32)
         print(f"seed {seed} (from the clock)" if a.seed is None else f"seed {seed}", flush=True)
-        other = "copy_rule=global" if a.without_copy_rule else \
-            f"copy_rule={a.compare_copy_rule}" if a.compare_copy_rule else a.compare
-        if a.differ and not other:
-            p.error("--differ keeps the kernels that two rules predict apart; name the other with --compare.")
         draw(a.per_op, seed, a.workers, ops, a.fix, other, a.sass, a.sizes, a.differ)
     elif a.cmd == "launch":
         launch(a.batch, a.cubins, a.only)

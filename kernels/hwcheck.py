@@ -87,18 +87,20 @@ def compare(path: Path = DATA, predicted: Path = PREDICTED) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _all_batches(folder: Path) -> list[dict]:
+    return [json.load(open(p)) for p in sorted(Path(folder).glob("batch-*.json"))]
+
+
 def batches(folder: Path = HELDOUT) -> list[dict]:
     """Every judged held-out batch, oldest first."""
-    out = [json.load(open(p)) for p in sorted(Path(folder).glob("batch-*.json"))]
-    return sorted((b for b in out if b.get("measured")), key=lambda b: b["measured"]["date"])
+    return sorted((b for b in _all_batches(folder) if b.get("measured")), key=lambda b: b["measured"]["date"])
 
 
 def waiting(folder: Path = HELDOUT) -> list[dict]:
     """Held-out batches drawn and committed, predictions written, not yet profiled: seed, when drawn, kernels, and
     the command that drew them (what a batch drawn to judge one rule keeps fixed), oldest first."""
-    out = [json.load(open(p)) for p in sorted(Path(folder).glob("batch-*.json"))]
     return sorted(({"seed": b["seed"], "drawn": b["drawn"], "kernels": len(b["kernels"]), "command": b["command"]}
-                   for b in out if not b.get("measured")), key=lambda w: w["drawn"])
+                   for b in _all_batches(folder) if not b.get("measured")), key=lambda w: w["drawn"])
 
 
 def heldout(folder: Path = HELDOUT) -> pd.DataFrame:

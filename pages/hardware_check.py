@@ -29,6 +29,11 @@ def held_out() -> pd.DataFrame:
     return hwcheck.heldout()
 
 
+@st.cache_data(show_spinner=False)
+def still_waiting() -> list[dict]:
+    return hwcheck.waiting()
+
+
 def heldout_section() -> None:
     st.subheader("Held out: kernels nobody had measured")
     h = held_out()
@@ -54,7 +59,7 @@ def heldout_section() -> None:
     if not miss.empty:
         with st.expander(f"The {len(miss)} kernel(s) that disagree"):
             st.dataframe(miss.drop(columns=["drawn", "device"]), hide_index=True, width="stretch")
-    wait = hwcheck.waiting()
+    wait = still_waiting()
     if wait:
         st.caption(f"Predicted and committed, not yet profiled ({len(wait)} batch(es), not in the figures above): "
                    + "; ".join(f"seed {w['seed']}, {w['kernels']} kernels, drawn {w['drawn'][:10]} by "
