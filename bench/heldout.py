@@ -61,10 +61,7 @@ def random_shape(op: str, rng, ragged: bool, multiple: int = 1, sizes: dict | No
 
     def n(lo, hi, dim=None, scale=1):
         if dim in sizes:                # in units of `scale`: N and K of a vectorized GEMM are multiples of it
-            lo, hi = -(-sizes[dim][0] // scale), sizes[dim][1] // scale
-            if lo > hi:
-                raise SystemExit(f"--sizes {dim}={sizes[dim][0]}-{sizes[dim][1]} holds no multiple of {scale}, which "
-                                 f"{dim} must be with vector={scale}; widen the range.")
+            lo, hi = size_units(sizes, dim, scale)
         v = int(rng.integers(lo, hi + 1))
         if not ragged:
             return max(lo, 1 << (v.bit_length() - 1))
@@ -81,6 +78,15 @@ def random_shape(op: str, rng, ragged: bool, multiple: int = 1, sizes: dict | No
     if op == "dwsep_conv2d":
         s["F"] = n(1, 128, "F")
     return s
+
+
+def size_units(sizes: dict, dim: str, scale: int) -> tuple[int, int]:
+    """A --sizes range in multiples of `scale` (N and K of a GEMM drawn with vector=scale), checked with a sentence."""
+    lo, hi = -(-sizes[dim][0] // scale), sizes[dim][1] // scale
+    if lo > hi:
+        raise SystemExit(f"--sizes {dim}={sizes[dim][0]}-{sizes[dim][1]} holds no multiple of {scale}, which "
+                         f"{dim} must be with vector={scale}; widen the range.")
+    return lo, hi
 
 
 def parse_sizes(ops: tuple, text: str | None) -> dict:
@@ -658,8 +664,10 @@ def main(argv=None) -> None:
         other = "copy_rule=global" if a.without_copy_rule else \
             f"copy_rule={a.compare_copy_rule}" if a.compare_copy_rule else a.compare
         try:
-            fixed_knobs(ops, a.fix)         # checked before a seed is drawn
-            parse_sizes(ops, a.sizes)
+            vector = int(fixed_knobs(ops, a.fix).get("vector", 1))        # checked before a seed is drawn
+            sizes = parse_sizes(ops, a.sizes)
+            for dim in set(sizes) & {"N", "K"} if ops == ("gemm",) and vector > 1 else ():
+                size_units(sizes, dim, vector)
             re.compile(a.sass or "")
             need_rule(a.differ, other)
         except SystemExit as e:

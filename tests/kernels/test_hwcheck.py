@@ -457,9 +457,10 @@ def test_a_draw_that_keeps_only_kernels_two_rules_predict_apart(tmp_path, monkey
         heldout.draw(1, 9, 1, ("gemm",), fix, None, None, None, True)
     with pytest.raises(SystemExit, match="holds no multiple of 4"):
         heldout.draw(1, 10, 1, ("gemm",), fix, None, None, "N=5-7")
-    with pytest.raises(SystemExit) as bad:
-        heldout.main(["draw", "--ops", "gemm", "--differ"])
-    assert bad.value.code == 2
+    for argv in (["--differ"], ["--fix", "vector=4", "--sizes", "N=5-7"]):
+        with pytest.raises(SystemExit) as bad:
+            heldout.main(["draw", "--ops", "gemm", *argv])
+        assert bad.value.code == 2
 
 
 def test_split_k_workspace_is_placed_with_its_size_and_the_launch_bound_covers_it():
