@@ -150,11 +150,13 @@ def _predict(job: tuple) -> dict:
             setattr(Machine, name, type(kept)(value) if not isinstance(kept, bool) else value == "true")
             try:
                 alt = sass._machine_counts(op, tuple(s.items()), k, None)
+                got = {key: int(alt.ncu[NCU[key]]) for key in NCU}
+                entry["other_rule"] = {"rule": other, "predicted": got}
+            except (sass.EmulationError, sass.Misaligned) as e:     # the other rule cannot predict it: apart
+                entry["other_rule"] = {"rule": other, "error": f"{type(e).__name__}: {e}"}
             finally:
                 setattr(Machine, name, kept)
-            got = {key: int(alt.ncu[NCU[key]]) for key in NCU}
-            entry["other_rule"] = {"rule": other, "predicted": got}
-            if differ is True and got == entry["predicted"]:
+            if differ is True and entry["other_rule"].get("predicted") == entry["predicted"]:
                 Path(out_dir, f"{entry['id']}.cubin").unlink()
                 return {**entry, "unmatched": True}     # the two rules agree here: it would not judge the rule
     except Exception as e:      # noqa: BLE001 - a kernel the emulator cannot read (or not in time) is a miss, on record
@@ -280,10 +282,10 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
         b = json.load(open(path))
         old = {e["id"]: e.get("sass_hash") for e in b["kernels"]}
         new = {e["id"]: e.get("sass_hash") for e in kernels}
-        differ = sorted(i for i in old if old[i] != new.get(i))
+        changed = sorted(i for i in old if old[i] != new.get(i))
         print(f"{path.name} exists and was left as it is; cubins in {out_dir}: "
-              + (f"{len(old)} of {len(old)} SASS hashes equal" if not differ else
-                 f"{len(differ)} of {len(old)} differ from the batch ({', '.join(differ[:8])}): draw it at the "
+              + (f"{len(old)} of {len(old)} SASS hashes equal" if not changed else
+                 f"{len(changed)} of {len(old)} differ from the batch ({', '.join(changed[:8])}): draw it at the "
                  f"commit it names, {b['emulator_commit'][:12]}"))
         return path
     path.write_text(rows_json({"seed": seed, "drawn": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -550,11 +552,13 @@ def _compared(ks: list) -> dict:
     others = [_other_rule(e) for e in ks]
     if not any(others):
         return {}
-    both = [(e, o) for e, o in zip(ks, others) if o and e.get("measured") and o["predicted"] != e.get("predicted")]
-    fit = lambda e, p: all(agrees(NCU[k], p.get(k), v) for k, v in e["measured"].items())  # noqa: E731
+    both = [(e, o) for e, o in zip(ks, others) if o and e.get("measured") and o.get("predicted") != e.get("predicted")]
+    fit = lambda e, p: p is not None and all(agrees(NCU[k], p.get(k), v) for k, v in e["measured"].items())  # noqa: E731
+    failed = sum("predicted" not in o for _, o in both)
     return {"compared": {"other": next(o["rule"] for o in others if o), "changes": len(both),
-                          "with_rule": sum(fit(e, e["predicted"]) for e, _ in both),
-                          "with_other": sum(fit(e, o["predicted"]) for e, o in both)}}
+                          "with_rule": sum(fit(e, e.get("predicted")) for e, _ in both),
+                          "with_other": sum(fit(e, o.get("predicted")) for e, o in both),
+                          **({"other_failed": failed} if failed else {})}}
 
 
 def report() -> None:
@@ -569,7 +573,9 @@ def report() -> None:
               + (f"; predicted to fault: {s['faults_predicted'][0]} of {s['faults_predicted'][1]} did"
                  if s.get("faults_predicted", [0, 0])[1] else "")
               + (f"; where the emulator's rule and {c['other']} differ ({c['changes']} kernels), the GPU agrees "
-                 f"with the former at {c['with_rule']}, the latter at {c['with_other']}" if c else ""))
+                 f"with the former at {c['with_rule']}, the latter at {c['with_other']}"
+                 + (f" (the latter could not predict {c['other_failed']})" if c.get("other_failed") else "")
+                 if c else ""))
 
 
 def hashcheck(batch: str, first: int) -> None:

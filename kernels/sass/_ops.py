@@ -736,7 +736,7 @@ def ldl(m, ins, mask, g, w):
     if m.tracer:
         m.tracer.memory(m, ins, "local", "read", m._and(mask, g), addr, width)
     for j, r in enumerate(_dsts(ins, width)):
-        v = m.local.get(addr + 4 * j) if isinstance(addr, int) else None
+        v = m.local.get(addr + 4 * j) if isinstance(addr, int) and not m.local_lost else None
         m.put(r, v if v is not None else Unknown(f"a value loaded from local memory at /*{ins.pc:04x}*/"), w)
 
 
@@ -751,6 +751,9 @@ def stl(m, ins, mask, g, w):
     src = ins.ops[-1]
     if not isinstance(addr, int):       # lanes storing apart (a local array): the spill slots they may reach are
         from .emulator import ALL       # no longer known; those outside the lanes' range keep their values
+        if not m.spill_slots:           # the rule before: no local value is known after it
+            m.local_lost = True
+            return
         active = m._and(mask, g)
         lanes = addr if active is ALL or active is True else addr[active]
         lo, hi = int(lanes.min()), int(lanes.max()) + width

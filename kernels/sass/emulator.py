@@ -100,6 +100,8 @@ class Machine:
     bsync_tokens = True     # a BSYNC joins only the lanes that executed its BSSY together (off: every group there)
     unanimous_bra = True    # a warp takes BRA.U only where all its active lanes would (off: each lane on its own)
     branch_operand = True   # `@!P0 BRA P2, L` branches where the guard and P2 both hold (off: on the guard alone)
+    spill_slots = True      # a local store at per-lane addresses forgets the spill slots in its lanes' range only
+    #                         (off: no local value is known after it, so a later spill reload is Unknown)
 
     def __init__(self, kernel: Kernel, launch: Launch, b0: int, b1: int, tracer=None):
         self.k, self.launch, self.tracer = kernel, launch, tracer
@@ -124,6 +126,7 @@ class Machine:
             if p.size == 8:
                 self.cbank[p.offset], self.cbank[p.offset + 4] = p.base & M32, p.base >> 32
         self.local: dict = {}           # uniform local address -> value (spills)
+        self.local_lost = False         # spill_slots off, after a local store at per-lane addresses
         self.counts: Counter = Counter()
         self.sectors = 0
         self.per_pc: Counter = Counter()
@@ -653,8 +656,11 @@ class Machine:
 COPY_RULES = ("lines", "max", "global")      # Machine.copy_rule
 # The rules a held-out batch may be predicted by beside the emulator's own (bench.heldout draw --compare): the
 # cp.async sector rules before the tenth batch, diverged groups joined at every BSYNC (before the twelfth), and
-# BRA.U taken lane by lane (before the seventeenth), and a branch's predicate operand ignored (before the eighth)
-RULES = ("copy_rule=max", "copy_rule=global", "bsync_tokens=false", "unanimous_bra=false", "branch_operand=false")
+# BRA.U taken lane by lane (before the seventeenth), a branch's predicate operand ignored (before the eighth), and
+# every spill slot forgotten at a local array's store (before the sixteenth: where it matters, that rule mostly
+# cannot predict at all, which a draw --differ counts as a difference)
+RULES = ("copy_rule=max", "copy_rule=global", "bsync_tokens=false", "unanimous_bra=false", "branch_operand=false",
+         "spill_slots=false")
 
 
 def _lanes_per_request(width: int) -> int:

@@ -161,12 +161,15 @@ def test_groups_that_executed_a_bssy_apart_pass_its_bsync_apart(split_before_bss
     assert not m.pending
 
 
-@pytest.mark.parametrize("stride, known", [(0x4, True), (0x8, False)])
-def test_a_spill_slot_keeps_its_value_past_a_local_array_store_that_cannot_reach_it(stride, known):
+@pytest.mark.parametrize("stride, known, rule", [(0x4, True, True), (0x8, False, True), (0x4, False, False)])
+def test_a_spill_slot_keeps_its_value_past_a_local_array_store_that_cannot_reach_it(stride, known, rule,
+                                                                                     monkeypatch):
     """Held-out dwsep_conv2d-20 (batch 1138477905): a predicate spilled to [R1+0xc0] (P2R, STL) is read back
     (LDL) and branched on after stores of a local array at per-lane addresses below it. Those stores used to
-    make every spill slot unknown; now only the slots within the lanes' range are (32 lanes 4 bytes apart reach
-    0x7f, 8 bytes apart 0xff, over the slot), and the kernel agrees on every counter."""
+    make every spill slot unknown (the rule spill_slots=false, kept to compare with); now only the slots within
+    the lanes' range are (32 lanes 4 bytes apart reach 0x7f, 8 bytes apart 0xff, over the slot), and the kernel
+    agrees on every counter."""
+    monkeypatch.setattr(Machine, "spill_slots", rule)
     prog = ["LDC R1, c[0x0][0x28]", "S2R R0, SR_TID.X", "IMAD.MOV.U32 R2, RZ, RZ, 0x1", "STL [R1+0xc0], R2",
             f"IMAD R4, R0, {stride:#x}, R1", "STL [R4], RZ", "LDL R5, [R1+0xc0]", "ISETP.NE.AND P0, PT, R5, RZ, PT",
             "@P0 BRA `(T)", "LDS R6, [RZ]", "T:", "EXIT"]
