@@ -10,7 +10,8 @@
         emulator predicted to fault, launched alone in a process of its own (a fault ends the process)
     python -m bench.heldout judge BATCH.json NCU.csv --device D --command C [--faults F.json]    here: once
     python3 -m bench.heldout profile SEED [SEED..] --out DIR     on the GPU: each batch under ncu (the eight
-        counters), then its predicted faults, into DIR (carry .heldout/SEED.tar.xz; it is unpacked there)
+        counters), then its predicted faults, into DIR/profile.tar.gz (carry .heldout/SEED.tar.xz; it is unpacked
+        there; DIR defaults to $OUT, and the one file comes back)
     python -m bench.heldout judge-profiled DIR [SEED..]          here: judge each batch profile wrote into DIR
         (its ncu log gzipped into data/heldout/ncu-SEED.csv.gz), once
     python -m bench.heldout report                                every judged batch, one line each
@@ -474,12 +475,19 @@ def ncu_command(seed: int) -> list[str]:
             "--csv", "--print-units", "base", "python3", "-m", "bench.heldout", "launch", *_here(seed)]
 
 
+PROFILE_ARCHIVE = "profile.tar.gz"
+
+
 def profile(seeds: list[int], out: str) -> None:
     """On the GPU machine: each batch (not yet judged) under ncu, then the kernels predicted to fault, each alone;
-    writes DIR/ncu-SEED.csv, DIR/faults-SEED.json, DIR/date-SEED.txt (UTC, when its profile began) and DIR/gpu.txt,
-    all that `judge-profiled DIR` needs here."""
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    writes ncu-SEED.csv, faults-SEED.json, date-SEED.txt (UTC, when its profile began), launch-SEED.err and gpu.txt,
+    all that `judge-profiled DIR` needs here, packed as one file, DIR/profile.tar.gz (packed again after each batch,
+    so a run stopped partway leaves the batches done): the GPU machine sends back at most 8 files a command, and
+    on 2026-12-07 a profile of four batches as loose files came back without its ncu logs."""
+    import tempfile
+    archive = Path(out, PROFILE_ARCHIVE)
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="profile-"))
     for seed in seeds:                  # every batch checked before any is profiled
         b = json.load(open(DATA / f"batch-{seed}.json"))
         if b.get("measured"):
@@ -500,18 +508,24 @@ def profile(seeds: list[int], out: str) -> None:
         with open(folder / f"faults-{seed}.json", "w") as f, open(folder / f"launch-{seed}.err", "a") as err:
             subprocess.run([sys.executable, "-m", "bench.heldout", "faults", *_here(seed)], stdout=f, stderr=err,
                            cwd=ROOT, check=True)
-        print(f"batch {seed}: ncu exited {rc}; {folder}/ncu-{seed}.csv", flush=True)
+        subprocess.run(["tar", "-czf", str(archive), "-C", str(folder), "."], check=True)
+        print(f"batch {seed}: ncu exited {rc}; {folder}/ncu-{seed}.csv, packed into {archive}", flush=True)
 
 
 def judge_profiled(folder: str, seeds: list[int] | None = None) -> None:
-    """Here: `judge` each batch that `profile` wrote into the folder (all of them unless seeds are given), with the
-    device, date and command it recorded, and keep its ncu log as data/heldout/ncu-SEED.csv.gz."""
+    """Here: `judge` each batch that `profile` wrote into the folder (its profile.tar.gz, or the files unpacked; all
+    of them unless seeds are given), with the device, date and command it recorded, and keep its ncu log as
+    data/heldout/ncu-SEED.csv.gz."""
     import gzip
+    import tempfile
     d = Path(folder)
+    if (d / PROFILE_ARCHIVE).is_file():
+        d = Path(tempfile.mkdtemp(prefix="profiled-"))
+        subprocess.run(["tar", "-xzf", str(Path(folder, PROFILE_ARCHIVE)), "-C", str(d)], check=True)
     seeds = seeds or sorted(int(p.stem.split("-")[1]) for p in d.glob("ncu-*.csv"))
     if not seeds or not (d / "gpu.txt").exists():
-        raise SystemExit(f"{folder} holds no batch profiled by `python3 -m bench.heldout profile` (ncu-SEED.csv and "
-                         "gpu.txt).")
+        raise SystemExit(f"{folder} holds no batch profiled by `python3 -m bench.heldout profile` (profile.tar.gz, "
+                         "or ncu-SEED.csv and gpu.txt).")
     device = (d / "gpu.txt").read_text().strip()
     for seed in seeds:
         csv = d / f"ncu-{seed}.csv"

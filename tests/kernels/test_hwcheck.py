@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -131,7 +132,7 @@ def test_a_kernel_the_driver_cannot_launch_is_judged_neither_hit_nor_miss(tmp_pa
 
 def test_profile_on_the_gpu_then_judge_profiled_here(tmp_path, monkeypatch):
     """profile (on the GPU machine) unpacks the carried cubins, runs each batch under ncu and its predicted faults,
-    and leaves in one folder all that judge-profiled needs here: the device, when each profile began, the ncu log
+    and leaves in one archive all that judge-profiled needs here: the device, when each profile began, the ncu log
     and the faults; judge-profiled records them with the command and keeps the log gzipped beside the batch. A
     batch already judged is refused before anything runs, and a folder without profiles says so."""
     import gzip
@@ -164,11 +165,16 @@ def test_profile_on_the_gpu_then_judge_profiled_here(tmp_path, monkeypatch):
     args = (tmp_path / "ncu-args").read_text().split()
     assert args[:3] == ["--clock-control", "none", "--kernel-name"] and args[-3] == "launch"
     assert args[-2].endswith("data/batch-5.json") and args[-1].endswith("cubins/5")
-    assert json.loads((out / "faults-5.json").read_text()) == {}       # none predicted to fault
+    assert [p.name for p in out.iterdir()] == ["profile.tar.gz"]       # one file: the GPU machine returns 8 at most
+    files = tmp_path / "files"
+    files.mkdir()
+    subprocess.run(["tar", "-xzf", str(out / "profile.tar.gz"), "-C", str(files)], check=True)
+    assert {"gpu.txt", "ncu-5.csv", "faults-5.json", "date-5.txt"} <= {p.name for p in files.iterdir()}
+    assert json.loads((files / "faults-5.json").read_text()) == {}     # none predicted to fault
     heldout.judge_profiled(str(out))
     b = json.loads((data / "batch-5.json").read_text())
     assert b["measured"]["device"] == "NVIDIA H100 80GB HBM3" and b["summary"]["agree"] == 2
-    assert b["measured"]["date"] == (out / "date-5.txt").read_text().strip()
+    assert b["measured"]["date"] == (files / "date-5.txt").read_text().strip()
     assert b["measured"]["command"].startswith("python3 -m bench.heldout profile 5 (under it: ncu --clock-control")
     assert gzip.decompress((data / "ncu-5.csv.gz").read_bytes()).decode() == log
     with pytest.raises(SystemExit, match="judged once"):
