@@ -210,10 +210,18 @@ def fixed_knobs(ops: tuple, text: str | None) -> dict:
     return {name: getattr(k, name) for name in names}
 
 
-def need_rule(differ: bool, other_rule: str | None) -> None:
-    """--differ compares two rules' predictions: it needs the other named (--compare)."""
+def checked_options(ops: tuple, fix: str | None, sizes: str | None, differ: bool,
+                    other_rule: str | None) -> tuple[dict, dict]:
+    """draw's options checked together, each bad one a sentence (SystemExit) before a seed is drawn: the fixed
+    knobs, the narrower sizes (an N or K range of a vectorized GEMM must hold a multiple of the vector), and the
+    other rule that --differ compares with. Returns (fixed knobs, narrower sizes)."""
+    fixed, narrow = fixed_knobs(ops, fix), parse_sizes(ops, sizes)
+    vector = int(fixed.get("vector", 1))
+    for dim in sorted(set(narrow) & {"N", "K"}) if ops == ("gemm",) and vector > 1 else ():
+        size_units(narrow, dim, vector)
     if differ and not other_rule:
         raise SystemExit("--differ keeps the kernels that two rules predict apart; name the other with --compare.")
+    return fixed, narrow
 
 
 def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None = None,
@@ -227,14 +235,13 @@ def draw(per_op: int, seed: int, workers: int, ops: tuple = OPS, fix: str | None
     from kernels.sass.toolchain import nvrtc_version
     git = lambda *a: subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()  # noqa
     head, dirty = git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "--untracked-files=no"))
+    fixed, narrow = checked_options(ops, fix, sizes, differ, other_rule)
     rng = np.random.default_rng(seed)
     out_dir = CUBINS / str(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
-    fixed, narrow = fixed_knobs(ops, fix), parse_sizes(ops, sizes)
     DATA.mkdir(parents=True, exist_ok=True)
     path = DATA / f"batch-{seed}.json"
     again = path.exists()           # drawn before: only the cubins, for launch
-    need_rule(differ, other_rule)
     keep = frozenset(e["id"] for e in json.load(open(path))["kernels"]) if again and differ else differ
     filtered = bool(sass or differ)
     kernels, candidates = [], {}
@@ -684,12 +691,8 @@ def main(argv=None) -> None:
         other = "copy_rule=global" if a.without_copy_rule else \
             f"copy_rule={a.compare_copy_rule}" if a.compare_copy_rule else a.compare
         try:
-            vector = int(fixed_knobs(ops, a.fix).get("vector", 1))        # checked before a seed is drawn
-            sizes = parse_sizes(ops, a.sizes)
-            for dim in set(sizes) & {"N", "K"} if ops == ("gemm",) and vector > 1 else ():
-                size_units(sizes, dim, vector)
+            checked_options(ops, a.fix, a.sizes, a.differ, other)        # before a seed is drawn
             re.compile(a.sass or "")
-            need_rule(a.differ, other)
         except SystemExit as e:
             p.error(str(e))
         except re.error as e:

@@ -40,10 +40,15 @@ class Operator:
         result nearly cancels (its terms' magnitudes, the reference on |inputs|, over CANCELLATION times its
         norm) is drawn again: there float32 rounding alone can exceed the 1e-4 check whatever the kernel does
         (GEMM 1x1x33: 0.04% of plain draws fail with a correct sequential sum, none of the kept ones)."""
+        small = int(np.prod(self.output_shape(shape))) <= SMALL_OUTPUT
         while True:
-            xs = [rng.uniform(-1.0, 1.0, s).astype("float32") for s in self.input_shapes(shape)]
-            if int(np.prod(self.output_shape(shape))) > SMALL_OUTPUT or not self.cancels(xs):
+            xs = self.uniform_inputs(shape, rng)
+            if not small or not self.cancels(xs):
                 return xs
+
+    def uniform_inputs(self, shape: Shape, rng: np.random.Generator) -> list[np.ndarray]:
+        """One plain draw: uniform(-1, 1) float32 inputs, whatever their result."""
+        return [rng.uniform(-1.0, 1.0, s).astype("float32") for s in self.input_shapes(shape)]
 
     def cancels(self, xs: list[np.ndarray]) -> bool:
         """The float64 result of these inputs is CANCELLATION times smaller than the sum of its terms' sizes."""

@@ -211,10 +211,8 @@ def test_conv1d_peels_down_to_whole_register_patches(shape, peeled):
     _in_bounds("conv1d", shape, k)
 
 
-
 def _plain(o, shape, seed):
-    rng = np.random.default_rng(seed)
-    return [rng.uniform(-1.0, 1.0, s).astype("float32") for s in o.input_shapes(shape)]
+    return o.uniform_inputs(shape, np.random.default_rng(seed))
 
 
 @pytest.mark.parametrize("op,shape,big", [
