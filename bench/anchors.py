@@ -4,6 +4,7 @@ through torch with TF32 off; numpy on the CPU), TVM's MetaSchedule with the same
 
     python -m bench.anchors side --op gemm --shape M=1024,N=1024,K=1024 --target cuda --trials 32 [--no-ms]
     python -m bench.anchors suite --target cuda --per-op 20 --trials 8 [--seed S] [--ops gemm,..] [--budget-s S]
+                                  [--first N] [--count N]
 
 `suite` draws shapes at run time from a seed (the clock's unless given; printed and recorded) over ranges typical
 of CNN and transformer layers, never a benchmark row, and tunes each; one JSON line per shape on stdout.
@@ -256,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     a2.add_argument("--ops", default=",".join(OPS))
     a2.add_argument("--budget-s", type=float, default=1e9, help="stop starting shapes after this many seconds")
     a2.add_argument("--first", type=int, default=0, help="skip the first N shapes of the draw (a later call)")
+    a2.add_argument("--count", type=int, default=None, help="run at most N shapes (from --first on)")
     for a in (a1, a2):
         a.add_argument("--target", default="cuda", choices=("cpu", "cuda"))
         a.add_argument("--trials", type=int, default=32)
@@ -269,8 +271,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     t0 = time.perf_counter()
     todo = suite_shapes(a.ops.split(","), a.per_op, seed, a.target)
+    last = len(todo) if a.count is None else min(len(todo), a.first + a.count)
     for i, (op, s) in enumerate(todo):
-        if i < a.first:
+        if i < a.first or i >= last:
             continue
         if time.perf_counter() - t0 > a.budget_s:
             print(f"budget spent after {i} of {len(todo)} shapes; go on with --seed {seed} --first {i}",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds .tvmslim, the TVM bundle the device plans carry (bench/run.py's DEVICE_PREFIX installs it there):
 # apache-tvm and apache-tvm-ffi at requirements.txt's pins, plus the RPC/MetaSchedule extras the GPU machine
-# lacks (tornado, psutil, cloudpickle). Once per machine, ~4 minutes; skips if up to date.
+# lacks (tornado, psutil, cloudpickle, and xgboost-cpu, the library of MetaSchedule's default cost model, so that
+# bench.anchors runs MetaSchedule as its users do). Once per machine, ~4 minutes; skips if up to date.
 #
 #   bash bench/bundle.sh            # then: python -m bench.run PLAN --print
 set -euo pipefail
@@ -15,13 +16,16 @@ rm -rf "$out"
 bash ../shared/device/make-tvm-bundle.sh "$out"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-  --platform any -d "$out/extras" "tornado==$(pin tornado)" "psutil==$(pin psutil)" "cloudpickle==$(pin cloudpickle)"
+  --platform any -d "$out/extras" "tornado==$(pin tornado)" "psutil==$(pin psutil)" "cloudpickle==$(pin cloudpickle)" \
+  "xgboost-cpu==$(pin xgboost-cpu)"
 # The carry limit (64 MiB with the working tree) leaves no room for apache-tvm-ffi's sources and tests: unpack
 # the ffi wheel and the extras, drop those, and ship them as one site.tar.xz the install unpacks.
 site=$(mktemp -d); trap 'rm -rf "$site"' EXIT
 python3 -c "import zipfile,sys; [zipfile.ZipFile(w).extractall(sys.argv[1]) for w in sys.argv[2:]]" "$site" \
   "$out"/apache_tvm_ffi-*.whl "$out"/extras/*.whl
 rm -rf "$site"/tvm_ffi/src "$site"/tvm_ffi/cython "$site"/tvm_ffi/include/dlpack/*.md "$site"/tornado/test
+# xgboost's parts for Spark, Dask and its own tests are imported by nothing MetaSchedule calls
+rm -rf "$site"/xgboost/spark "$site"/xgboost/dask "$site"/xgboost/testing "$site"/xgboost/include
 # nor its C headers and its dlpack and libbacktrace sources (for building C++ extensions; TVM reads them only
 # when it exports a library holding a C source module, which no kernel here does: TVM's own headers are left
 # out below too): 0.64 MB of the carry limit. Its testing library stays: the ffi's core module links it.

@@ -82,3 +82,15 @@ def test_metaschedule_cuda_builder_builds_a_candidate_of_its_own_space():
     b = anchors.ms_builder("cuda")
     got = b.build([ms.builder.BuilderInput(ctx.generate_design_space()[0].mod, tgt)])
     assert got[0].error_msg is None and got[0].artifact_path.endswith(".tar")
+
+
+def test_a_suite_runs_the_slice_of_its_draw_that_first_and_count_name(monkeypatch, capsys):
+    ran = []
+    monkeypatch.setattr(anchors, "side", lambda op, s, *a, **k: ran.append((op, s)) or {"op": op, "shape": s})
+    draw = anchors.suite_shapes(["gemm", "conv1d"], 3, 777)
+    assert anchors.main(["suite", "--ops", "gemm,conv1d", "--per-op", "3", "--seed", "777", "--no-ms",
+                         "--first", "2", "--count", "3"]) == 0
+    assert ran == draw[2:5]
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip()]
+    assert [ln.count('"index"') for ln in lines] == [1, 1, 1]
+    assert '"index": 2' in lines[0] and '"index": 4' in lines[-1]
