@@ -55,7 +55,12 @@ RECORDS = {
                 "command that reproduces it)",
     "csv": "the rows of every step's output (output['rows']) as one CSV, each row with its command",
 }
-DEVICE_PREFIX = "bash .tvmslim/install.sh && export PYTHONPATH=/tmp/site:$PYTHONPATH && "
+DEVICE_PREFIX = "bash .tvmslim/install.sh && bash .xgbslim/install.sh && export PYTHONPATH=/tmp/site:$PYTHONPATH && "
+# The TVM bundle and the working tree are over one device call's 64 MiB: the bundle travels in two calls
+# (bench/install_tvm.sh), the second the plan's own; later calls on the same warm machine carry the small parts.
+CARRY_FIRST = [".tvmslim/libtvm_compiler.so.xz", ".tvmslim/install.sh"]
+CARRY_SECOND = [".tvmslim/site.tar.xz", ".tvmslim/tvm-py.tar.xz", ".tvmslim/install.sh", ".xgbslim"]
+CARRY_WARM = [".tvmslim/install.sh", ".xgbslim"]
 
 
 class PlanError(ValueError):
@@ -128,11 +133,24 @@ def command(plan: dict) -> str:
 
 
 def device_command(plan: dict, steps: str | None = None) -> str:
-    """What to give the device tool (carry .tvmslim, built by bench/bundle.sh), or to run here for a CPU plan."""
+    """What to give the device tool (after the call that stages the bundle: device_calls), or to run here for a CPU
+    plan."""
     only = f" --steps {steps}" if steps else ""
     if plan["device"] == "cpu":
         return command(plan) + only
     return DEVICE_PREFIX + f"python3 -m bench.run {rel(plan['path'])}{only} --out $OUT"
+
+
+def device_calls(plan: dict) -> str:
+    """How the command reaches the GPU machine: the bundle's two calls, then what to copy back."""
+    q = lambda paths: "[" + ", ".join(f'"{p}"' for p in paths) + "]"      # noqa: E731
+    return (f"(device tool, built once by bash bench/bundle.sh; two calls, the second within 30 s of the first, as the "
+            f"TVM bundle and the working tree are over one call's 64 MiB (bench/install_tvm.sh):\n"
+            f"  1. carry {q(CARRY_FIRST)}, command: bash .tvmslim/install.sh\n"
+            f"  2. carry {q(CARRY_SECOND)}, the command above;\n"
+            f"  a later call on the same warm machine carries {q(CARRY_WARM)}.\n"
+            f" Then copy files_at/{plan['data']} to {plan['data']}, before the call of another step: a call of some "
+            f"steps keeps the other steps' runs that the file it finds holds.)")
 
 
 def _env(*layers: dict) -> dict:
@@ -346,8 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.print:
             print(device_command(plan, a.steps))
             if plan["device"] != "cpu":
-                print("(device tool: carry [\".tvmslim\"], built once by bash bench/bundle.sh; then copy files_at/"
-                      + plan["data"] + " to " + plan["data"] + ")")
+                print(device_calls(plan))
             return 0
         steps = [int(x) for x in a.steps.split(",")] if a.steps else None
         n = len(plan["steps"])

@@ -7,6 +7,7 @@ import csv
 import importlib
 import importlib.util
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -252,6 +253,8 @@ def test_a_device_plan_prints_the_command_for_the_gpu_machine():
                        text=True, timeout=120)
     assert p.returncode == 0 and "python3 -m bench.run bench/plans/h200_kmajor.toml --out $OUT" in p.stdout
     assert "bench/bundle.sh" in p.stdout
+    assert '1. carry [".tvmslim/libtvm_compiler.so.xz", ".tvmslim/install.sh"]' in p.stdout    # the bundle's two calls
+    assert "copy files_at/data/h200_kmajor.json to data/h200_kmajor.json" in p.stdout
     p = subprocess.run([sys.executable, "-m", "bench.run", "h200_suite", "--steps", "1,2", "--print"], cwd=ROOT,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "bench/plans/h200_suite.toml --steps 1,2 --out $OUT" in p.stdout
@@ -357,3 +360,46 @@ file = "picks.json"
     again = run.run(plan, steps=[1], echo=lambda *a, **k: None)
     assert [s["step"] for s in again["steps"]] == [2, 1, 1] and again["earlier"][0]["date"] == written["date"]
     assert again["command"].endswith("--steps 1")
+
+
+def _bundle_part(folder, name, files: dict):
+    """A stand-in for one of .tvmslim's archives: files (name -> text) packed as bundle.sh packs them."""
+    src = folder / ("src-" + name)
+    for f, text in files.items():
+        (src / f).parent.mkdir(parents=True, exist_ok=True)
+        (src / f).write_text(text)
+    subprocess.run(["tar", "-C", str(src), "-cJf", str(folder / name), "."], check=True)
+
+
+def test_the_tvm_bundle_installs_in_two_calls_and_says_what_to_do_when_the_machine_was_given_back(tmp_path):
+    import shutil
+    site, first, second = tmp_path / "site", tmp_path / "call1" / ".tvmslim", tmp_path / "call2" / ".tvmslim"
+    env = {**os.environ, "KERNEL_LAB_SITE": str(site)}
+    sh = lambda folder: subprocess.run(["bash", str(folder / "install.sh")], env=env, capture_output=True,  # noqa
+                                       text=True, timeout=60)
+    for d in (first, second):
+        d.mkdir(parents=True)
+        shutil.copy(ROOT / "bench" / "install_tvm.sh", d / "install.sh")
+    subprocess.run(f"printf compiler | xz > {first}/libtvm_compiler.so.xz", shell=True, check=True)
+    _bundle_part(second, "site.tar.xz", {"tvm_ffi/__init__.py": "ffi"})
+    _bundle_part(second, "tvm-py.tar.xz", {"tvm/__init__.py": "tvm", "tvm/lib/libtvm_runtime.so": "rt"})
+    p = sh(second)                      # the second call alone: nothing staged, one sentence, no install
+    assert p.returncode == 3 and "libtvm_compiler.so.xz" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert not (site / "tvm" / "__init__.py").exists()
+    p = sh(first)                       # the first call stages the compiler library and says what comes next
+    assert p.returncode == 0 and "staged" in p.stderr
+    assert (site / "tvm/lib/libtvm_compiler.so.part").read_text() == "compiler"
+    assert not (site / "tvm/lib/libtvm_compiler.so").exists()
+    assert sh(second).returncode == 0   # the second finishes it
+    assert (site / "tvm/lib/libtvm_compiler.so").read_text() == "compiler"
+    assert (site / "tvm/__init__.py").read_text() == "tvm" and (site / "tvm_ffi/__init__.py").read_text() == "ffi"
+    assert (site / "tvm/relax/frontend/__init__.py").exists()
+    assert sh(tmp_path / "call2" / ".tvmslim").returncode == 0          # installed: a later call skips it
+    xgb = tmp_path / "x" / ".xgbslim"
+    xgb.mkdir(parents=True)
+    shutil.copy(ROOT / "bench" / "install_xgb.sh", xgb / "install.sh")
+    _bundle_part(xgb, "site.tar.xz", {"xgboost/__init__.py": "xgb"})
+    assert sh(xgb).returncode == 0 and (site / "xgboost/__init__.py").read_text() == "xgb"
+    p = subprocess.run(["bash", str(xgb / "install.sh")], capture_output=True, text=True, timeout=60,
+                       env={**env, "KERNEL_LAB_SITE": str(tmp_path / "fresh")})
+    assert p.returncode == 3 and "TVM is not installed" in p.stderr      # a machine given back: says so
