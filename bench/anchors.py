@@ -138,7 +138,7 @@ def metaschedule(op: str, shape: dict, target: str, trials: int, seed: int) -> d
                 continue
             lib = tvm.compile(sch.mod, target=tgt).jit()
         return {**timed(op, shape, lib, target), "cost_model": cm, "failed": errors,
-                "search_s": round(time.perf_counter() - t0, 1)}
+                "search_s": round(time.perf_counter() - t0, 1), "trace": str(sch.trace)}
     return {"error": f"MetaSchedule gave no kernel with any cost model here: {errors}",
             "search_s": round(time.perf_counter() - t0, 1)}
 
