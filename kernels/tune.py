@@ -457,7 +457,8 @@ SHIPPED = ("data/h200_anchors.json", "data/h200_suite.json", "data/h100_suite.js
            "data/h100_dwsep_suite_2.json", "data/h100_dwsep_suite_3.json", "data/h100_suite_2.json",
            "data/h100_ms_builder.json", "data/h100_suite_4.json", "data/h100_suite_5.json",
            "data/h100_gemm_cubes.json", "data/h100_suite_6.json",
-           "data/h100_suite_7.json", "data/h100_suite_8.json")        # tuner runs made by bench/plans
+           "data/h100_suite_7.json", "data/h100_suite_8.json", "data/h100_suite_9.json",
+           "data/h100_ms_conv1d.json")        # tuner runs made by bench/plans
 
 
 def searched_today(op: str, target: str, text: str) -> bool:
