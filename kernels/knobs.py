@@ -757,6 +757,38 @@ def blocks(op: str, k, shape: dict) -> int:
 SPREAD = {("dwsep_conv2d", "cuda"): ("w", "h", "f")}
 
 
+def exact_tiles(op: str, target: str, k, shape: dict) -> list:
+    """conv1d on CUDA: settings near k whose tiles no bounds test cuts: an output tile (patch x threads)
+    dividing M+N-1 and a k tile dividing N. Where a tile leaves a remainder, every multiply-add of the tile
+    sits under a bounds test and the signal window cannot stay in registers across them: at 255347x980 best's
+    cubin has 274 branches and 347 shared loads for 1024 multiply-adds, which are 34% of its instructions.
+    Dividing tiles (as MetaSchedule's perfect tilings always are; its conv1d kernel there ran 2.5x faster than
+    ours, data/h100_suite_9.json) leave 2 to 4 branches, and the multiply-adds' share grows with the patch:
+    714 outputs of 6 a thread and 140 taps, 56% with the window in registers, 78% staged in shared memory with
+    the taps; 14 a thread, 70% and 87%. So: the largest patch (up to 16) that divides, window in registers,
+    then the same staged in shared memory, then the dividing tile nearest k's. Where no output tile divides (a
+    prime count of outputs), only the k tile is made to divide. Proposals for the tuner: only their
+    measurement counts, and none has been measured yet."""
+    from math import log
+    if (op, target) != ("conv1d", "cuda") or getattr(k, "k_threads", 1) > 1:
+        return []
+    outs, taps = shape["M"] + shape["N"] - 1, shape["N"]
+    ks = [d for d in range(8, min(taps, 256) + 1) if taps % d == 0]
+    k_split = min(ks, key=lambda d: abs(log(d / k.k_split))) if ks else k.k_split
+
+    def near(p, t):         # distance from k's tile and patch, and the idle lanes of a last, partial warp
+        warps = -(-t // 32)
+        return abs(log(p * t / k.tile)) + abs(log(p / k.patch)) + 2 * (warps * 32 - t) / (warps * 32)
+    fits = [(p, t) for p in range(2, 17) for t in range(32, 1025) if outs % (p * t) == 0]
+    picks = [max(fits, key=lambda pt: (pt[0], -near(*pt))), min(fits, key=lambda pt: near(*pt))] if fits else \
+        [(k.patch, k.tile // k.patch)]
+    out = []
+    for i, (p, t) in enumerate(picks):
+        local = replace(k, tile=p * t, patch=p, k_split=k_split)
+        out += [local, replace(local, cache_a="shared", cache_w="shared")] if i == 0 and fits else [local]
+    return [x for x in dict.fromkeys(out) if x != k and not validate(op, target, x, shape)]
+
+
 def spread(op: str, target: str, k, shape: dict, steps: int = 3) -> list:
     """Up to `steps` settings from k with ever more blocks, the last first: the halving (see SPREAD) of the
     axis with the largest patch, else the largest tile, repeated until the launch has H200_SMS blocks."""

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from . import isolated
-from .knobs import H200_SMS, KnobError, blocks, fit, fields_of, knob_class, knobs_text, parse_knobs, preset, \
-    random_valid, spread, validate
+from .knobs import H200_SMS, KnobError, blocks, exact_tiles, fit, fields_of, knob_class, knobs_text, parse_knobs, \
+    preset, random_valid, spread, validate
 
 SLOW = 4.0                      # a candidate this many times slower than the fastest so far is timed once
 PRIOR_POINTS = 3                # measurements before the learned model replaces the roofline prior
@@ -110,12 +110,13 @@ FEW_BLOCKS = 2 * H200_SMS   # under two blocks per SM of the H100 / H200: varian
 
 
 def first_choices(op: str, target: str, shape: dict) -> list:
-    """What the search measures first, in this order: best; the other side of best's size rule (the knobs best
-    takes on the other side of it); best's VARIANTS (on CUDA, where best launches fewer than FEW_BLOCKS blocks,
-    those with more blocks first); the seed's schedule. Each valid and once."""
+    """What the search measures first, in this order: best; best with tiles that divide the shape (exact_tiles:
+    conv1d on CUDA); the other side of best's size rule (the knobs best takes on the other side of it); best's
+    VARIANTS (on CUDA, where best launches fewer than FEW_BLOCKS blocks, those with more blocks first); the
+    seed's schedule. Each valid and once."""
     from .knobs import BEST_FEW_OUTPUTS, PRESETS, few_outputs
     b = preset(op, target, "best", shape)
-    out = []
+    out = exact_tiles(op, target, b, shape)
     if (op, target) in BEST_FEW_OUTPUTS:
         cls = knob_class(op, target)
         other = PRESETS[(op, target)]["best"] if few_outputs(op, target, shape) else BEST_FEW_OUTPUTS[(op, target)][1]

@@ -102,6 +102,54 @@ def test_on_cuda_best_and_its_variants_are_measured_first_more_blocks_first_wher
         assert seen == first[:4]
 
 
+def test_conv1d_proposals_with_tiles_that_divide_the_shape_come_within_the_first_eight():
+    """Where MetaSchedule's conv1d kernel beat ours 2.5x (255347x980, data/h100_suite_9.json) its tiles divided
+    the shape; best's do not there. exact_tiles proposes best with an output tile dividing M+N-1 (the largest
+    patch, then the same staged in shared memory, then the nearest tile) and a k tile dividing N; an 8-trial
+    search measures them. Where nothing divides, nothing is proposed."""
+    from kernels.knobs import exact_tiles
+    s = {"M": 255347, "N": 980}
+    b = preset("conv1d", "cuda", "best", s)
+    got = exact_tiles("conv1d", "cuda", b, s)
+    assert [(k.tile, k.patch, k.k_split, k.cache_a) for k in got] == [
+        (714, 14, 140, "local"), (714, 14, 140, "shared"), (714, 6, 140, "local")]
+    assert all((s["M"] + s["N"] - 1) % k.tile == 0 and s["N"] % k.k_split == 0 and k.tile % k.patch == 0
+               and not validate("conv1d", "cuda", k, s) for k in got)
+    assert set(got) <= set(tune.first_choices("conv1d", "cuda", s)[:8])
+    # 85801 outputs have no tile of 2-16 x 32-1024 threads: only the k tile divides (132 of 264)
+    only_k = exact_tiles("conv1d", "cuda", preset("conv1d", "cuda", "best", {"M": 85538, "N": 264}),
+                         {"M": 85538, "N": 264})
+    assert [(k.tile, k.k_split) for k in only_k] == [(b.tile, 132)]
+    # 2^20 + 1023 outputs, 1024 taps: best's k tile divides already and no output tile does
+    assert exact_tiles("conv1d", "cuda", b, {"M": 1 << 20, "N": 1024}) == []
+    assert exact_tiles("gemm", "cuda", preset("gemm", "cuda", "best", {"M": 99, "N": 99, "K": 99}),
+                       {"M": 99, "N": 99, "K": 99}) == []
+
+
+def test_the_machine_code_of_dividing_conv1d_tiles_has_no_bounds_tests_in_its_multiply_adds():
+    """Why exact_tiles proposes them, from the cubins the GPU would run (the pinned NVRTC, sm_90): best's at
+    255347x980 has hundreds of branches and multiply-adds are a third of its instructions; with dividing tiles
+    a handful of branches and most instructions are multiply-adds."""
+    import re
+    from collections import Counter
+    from kernels import build
+    from kernels.knobs import exact_tiles
+    from kernels.sass.toolchain import compile_cubin, disassemble
+    s = {"M": 255347, "N": 980}
+    b = preset("conv1d", "cuda", "best", s)
+
+    def mix(k):
+        sass = disassemble(compile_cubin(build.source("conv1d", dict(s), k, "cuda", "cuda")))
+        ops = Counter(m.group(1).split(".")[0] for m in
+                      re.finditer(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M))
+        return ops["BRA"], ops["FFMA"] / sum(ops.values())
+    best_bra, best_share = mix(b)
+    assert best_bra > 200 and best_share < 0.4
+    for k in exact_tiles("conv1d", "cuda", b, s)[:2]:
+        bra, share = mix(k)
+        assert bra <= 8 and share > 0.65, (knobs_text(k), bra, share)
+
+
 def _imgc8(s):
     """best's depthwise-separable knobs at a small map with many channels before the spread (DWSEP_SMALL_MAPS)."""
     from kernels.knobs import BEST_FEW_OUTPUTS, DWSEP_SMALL_MAPS, fit, knob_class
