@@ -94,3 +94,28 @@ def test_a_suite_runs_the_slice_of_its_draw_that_first_and_count_name(monkeypatc
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip()]
     assert [ln.count('"index"') for ln in lines] == [1, 1, 1]
     assert '"index": 2' in lines[0] and '"index": 4' in lines[-1]
+
+
+def test_two_kernels_joined_through_d_are_verified_and_timed_as_the_depthwise_separable_operator():
+    """How MetaSchedule's depthwise-separable kernel is measured on the GPU: its depthwise and pointwise kernels
+    (two functions, each tuned alone) called back to back through D, verified against the float64 reference of
+    the whole operator and timed like any module. Here with the two functions compiled unscheduled for the CPU."""
+    import tvm
+    from kernels import build
+    from kernels.schedules import unscheduled
+    s = {"B": 2, "C": 6, "H": 9, "W": 7, "K": 3, "F": 5}
+    dw = tvm.compile(unscheduled("dwconv2d", {k: s[k] for k in "BCHWK"}).mod, target="llvm")
+    pw = tvm.compile(anchors.pointwise_mod(s), target="llvm")
+    got = anchors.timed("dwsep_conv2d", s, anchors.TwoStages(dw, pw, s, build._tvm_dev("cpu")), "cpu", repeat=3)
+    assert got["ok"] and got["rel_err"] < 1e-5 and got["median_ms"] > 0
+    wrong = anchors.TwoStages(dw, dw, s, build._tvm_dev("cpu"))       # the depthwise kernel where the pointwise goes
+    with pytest.raises(Exception):          # a stage of the wrong shape is an error, not a kernel that agrees
+        anchors.timed("dwsep_conv2d", s, wrong, "cpu", repeat=1)
+
+
+@pytest.mark.slow
+def test_metaschedule_tunes_the_depthwise_separable_operator_as_two_functions():
+    row = anchors.metaschedule_two_stages({"B": 1, "C": 4, "H": 8, "W": 8, "K": 3, "F": 4}, "cpu", 4, seed=1)
+    assert "error" not in row, row
+    assert row["ok"] and row["rel_err"] < 1e-4 and set(row["stages"]) == {"depthwise", "pointwise"}
+    assert [st["trials"] for st in row["stages"].values()] == [2, 2]
