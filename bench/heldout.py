@@ -523,12 +523,21 @@ def judge_profiled(folder: str, seeds: list[int] | None = None) -> None:
     """Here: `judge` each batch that `profile` wrote into the folder (its profile.tar.gz, or the files unpacked; all
     of them unless seeds are given), with the device, date and command it recorded, and keep its ncu log as
     data/heldout/ncu-SEED.csv.gz."""
-    import gzip
+    import shutil
     import tempfile
     d = Path(folder)
-    if (d / PROFILE_ARCHIVE).is_file():
-        d = Path(tempfile.mkdtemp(prefix="profiled-"))
+    if not (d / PROFILE_ARCHIVE).is_file():
+        return _judge_unpacked(folder, d, seeds)
+    d = Path(tempfile.mkdtemp(prefix="profiled-"))
+    try:
         subprocess.run(["tar", "-xzf", str(Path(folder, PROFILE_ARCHIVE)), "-C", str(d)], check=True)
+        _judge_unpacked(folder, d, seeds)
+    finally:                    # the unpacked copy only: the archive stays where it came
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _judge_unpacked(folder: str, d: Path, seeds: list[int] | None) -> None:
+    import gzip
     seeds = seeds or sorted(int(p.stem.split("-")[1]) for p in d.glob("ncu-*.csv"))
     if not seeds or not (d / "gpu.txt").exists():
         raise SystemExit(f"{folder} holds no batch profiled by `python3 -m bench.heldout profile` (profile.tar.gz, "

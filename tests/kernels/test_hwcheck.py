@@ -171,7 +171,11 @@ def test_profile_on_the_gpu_then_judge_profiled_here(tmp_path, monkeypatch):
     subprocess.run(["tar", "-xzf", str(out / "profile.tar.gz"), "-C", str(files)], check=True)
     assert {"gpu.txt", "ncu-5.csv", "faults-5.json", "date-5.txt"} <= {p.name for p in files.iterdir()}
     assert json.loads((files / "faults-5.json").read_text()) == {}     # none predicted to fault
+    import tempfile
+    before = set(Path(tempfile.gettempdir()).glob("profiled-*"))
     heldout.judge_profiled(str(out))
+    assert set(Path(tempfile.gettempdir()).glob("profiled-*")) == before      # its unpacked copy removed
+    assert [p.name for p in out.iterdir()] == ["profile.tar.gz"]
     b = json.loads((data / "batch-5.json").read_text())
     assert b["measured"]["device"] == "NVIDIA H100 80GB HBM3" and b["summary"]["agree"] == 2
     assert b["measured"]["date"] == (files / "date-5.txt").read_text().strip()
