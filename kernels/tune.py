@@ -112,8 +112,8 @@ FEW_BLOCKS = 2 * H200_SMS   # under two blocks per SM of the H100 / H200: varian
 def first_choices(op: str, target: str, shape: dict) -> list:
     """What the search measures first, in this order: best; best with tiles that divide the shape (exact_tiles:
     conv1d on CUDA); the other side of best's size rule (the knobs best takes on the other side of it); best's
-    VARIANTS (on CUDA, where best launches fewer than FEW_BLOCKS blocks, those with more blocks first); the
-    seed's schedule. Each valid and once."""
+    VARIANTS; the seed's schedule. On CUDA, where best launches fewer than FEW_BLOCKS blocks, those between best
+    and the seed with more blocks first. Each valid and once."""
     from .knobs import BEST_FEW_OUTPUTS, PRESETS, few_outputs
     b = preset(op, target, "best", shape)
     out = exact_tiles(op, target, b, shape)
