@@ -19,6 +19,9 @@ itself), plus what no knob offers:
     python3 -m bench.variants rounds [--shapes ..] [--rounds 10] [--base VARIANT] [--variant NAME=KNOBS]
     python -m bench.variants source --size 1024 [--over best] VARIANT      the CUDA source, anywhere
     python -m bench.variants list [--op gemm]                               the catalogue
+    python -m bench.variants mix --op conv1d --shapes 255347x980 [--over defaults] VARIANT...   the static
+        instruction mix of each cubin (kernels.sass.mix), anywhere; with --measured FILE,.. (and one shape) every
+        setting those data files timed there, beside its time
 
 `time` times every variant once (7 repeats, median and IQR) after cuBLAS, each verified against float64 first;
 `rounds` times the base (best unless --base), the variant and cuBLAS alternately, round after round, so the two
@@ -36,6 +39,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 CANDIDATES: dict[str, dict[str, str]] = {
     "gemm": {
@@ -548,6 +552,62 @@ def rounds(shapes: list[dict], n_rounds: int = 10, base: str | None = None, vari
     return doc
 
 
+# ------------------------------------------------------------------ mix: the machine code, no GPU
+def mix_variants(variants: list[str], shapes: list[dict], over: str = "best", op: str = OP) -> dict:
+    """Each variant's static instruction mix at each shape (kernels.sass.mix: the cubin the GPU would run,
+    compiled here)."""
+    from kernels import sass
+    from kernels.knobs import knobs_text
+    doc = {"op": op, "over": over, "shapes": []}
+    for s in shapes:
+        row = {"shape": s, "runs": {}}
+        for name, spec in (parse(v) for v in variants):
+            k = knobs_of(name, spec, s, over, op)
+            row["runs"][name] = {"knobs": knobs_text(k), **sass.mix(op, s, k)}
+        doc["shapes"].append(row)
+    return doc
+
+
+def measured_rows(files: list[str], op: str, shape: dict) -> dict[str, float]:
+    """{knob text: fastest median ms} of every run of `op` at `shape` that these data files record."""
+    from kernels.knobs import knob_class, knobs_text, parse_knobs
+    found: dict[str, float] = {}
+
+    def walk(x, at):
+        if isinstance(x, dict):
+            at = x.get("shape", at)
+            kn, ms = x.get("knobs"), x.get("median_ms")
+            if isinstance(kn, str) and isinstance(ms, (int, float)) and at == shape and x.get("ok", True):
+                try:
+                    text = knobs_text(parse_knobs(op, "cuda", kn, knob_class(op, "cuda")()))
+                except Exception:           # noqa: BLE001 - another operator's knobs
+                    return
+                found[text] = min(ms, found.get(text, ms))
+            for v in x.values():
+                walk(v, at)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v, at)
+    for f in files:
+        walk(json.loads(Path(f).read_text()), None)
+    return found
+
+
+def mix_measured(files: list[str], shape: dict, op: str = OP) -> dict:
+    """The static instruction mix of every setting these data files measured at `shape`, beside its time, and
+    how closely the share of multiply-adds follows the time (Pearson's r of log ms against the share)."""
+    import numpy as np
+    from kernels import sass
+    from kernels.knobs import knob_class, parse_knobs
+    rows = []
+    for text, ms in sorted(measured_rows(files, op, shape).items(), key=lambda kv: kv[1]):
+        rows.append({"knobs": text, "median_ms": ms,
+                     **sass.mix(op, shape, parse_knobs(op, "cuda", text, knob_class(op, "cuda")()))})
+    r = float(np.corrcoef(np.log([x["median_ms"] for x in rows]), [x["ffma_share"] for x in rows])[0, 1]) \
+        if len(rows) > 2 else None
+    return {"op": op, "shape": shape, "measured_in": files, "rows": rows, "r_log_ms_ffma_share": r}
+
+
 # ------------------------------------------------------------------ command line
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.variants", description=__doc__.split("\n\n")[0])
@@ -570,6 +630,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--size", type=int, default=1024)
     s.add_argument("--over", default="best", choices=OVER)
     s.add_argument("variant", metavar="VARIANT")
+    m = sub.add_parser("mix", help="each variant's static instruction mix (the cubin compiled here; no GPU needed)")
+    m.add_argument("--op", default=OP, choices=("gemm", "conv1d", "dwconv2d", "dwsep_conv2d"))
+    m.add_argument("--shapes", required=True, help="the operator's dims in order, x between")
+    m.add_argument("--over", default="best", choices=OVER)
+    m.add_argument("--measured", help="FILE,..: instead of VARIANTs, every setting these data files timed at the "
+                                      "(one) shape, with its time")
+    m.add_argument("variants", nargs="*", metavar="VARIANT", help="NAME or NAME=SPEC")
     ls = sub.add_parser("list", help="the catalogue of named knob sets")
     ls.add_argument("--op", help="one operator (default: all)")
     return p
@@ -591,10 +658,19 @@ def main(argv: list[str] | None = None) -> int:
     op = getattr(a, "op", OP)
     default = "4096x4096x4096,1024x1024x1024" if op == OP and not a.sizes else None
     try:
-        shapes = shapes_arg(a.sizes, a.shapes or default, op)
+        shapes = shapes_arg(getattr(a, "sizes", None), a.shapes or default, op)
     except ValueError as e:
         p.error(str(e))
-    if a.cmd == "time":
+    if a.cmd == "mix":
+        if a.measured:
+            if len(shapes) != 1 or a.variants:
+                p.error("--measured takes one shape and no VARIANT: it reads the settings from the data files.")
+            doc = mix_measured(a.measured.split(","), shapes[0], op)
+        elif not a.variants:
+            p.error("give VARIANTs, or --measured FILE,.. for the settings a data file timed.")
+        else:
+            doc = mix_variants(a.variants, shapes, a.over, op)
+    elif a.cmd == "time":
         doc = time_variants(a.variants, shapes, a.over, a.repeat, op)
     else:
         doc = rounds(shapes, a.rounds, a.base, a.variant, a.over, a.target)

@@ -306,6 +306,24 @@ def test_readme_ninth_gpu_batch_and_the_metaschedule_row_come_from_the_data():
             f"{len(rows) - len(got)} more it gave none | in mean yes; conv1d with long filters no |") in text
 
 
+def test_readme_conv1d_instruction_mix_figures_come_from_the_data():
+    """The machine-code figures behind exact_tiles (data/cpu_conv1d_mix.json, compiled here): best's branches and
+    share of multiply-adds at 255347x980, the dividing tiles', and how the share follows measured H200 times."""
+    import json
+    text = " ".join((ROOT / "README.md").read_text().split())
+    steps = json.loads((ROOT / "data" / "cpu_conv1d_mix.json").read_text())["steps"]
+    measured, runs = steps[0]["output"], steps[1]["output"]["shapes"][0]["runs"]
+    pct = {n: f"{100 * r['ffma_share']:.0f}%" for n, r in runs.items()}
+    assert (f"its cubin has {runs['best']['branches']} branches and multiply-adds are {pct['best']} of its "
+            f"instructions") in text
+    assert (f"give {runs['x14']['branches']} branches and {pct['x14']} (window in registers) or {pct['x14s']} "
+            "(staged in shared memory)") in text
+    r = measured["r_log_ms_ffma_share"]
+    assert (f"over the {len(measured['rows'])} conv1d settings the H200 timed at 2^20 x 1024 "
+            f"(`data/cpu_conv1d_mix.json`), the log of the time and that share correlate at r = {r:.2f}") in text
+    assert r < -0.5
+
+
 def test_readme_split_k_judgement_comes_from_the_data():
     """The few-tile GEMM run: the first rule's picks (written into the plan's note before the run) and today's
     rule's against the fastest k_blocks measured, as the README quotes them."""

@@ -192,8 +192,9 @@ def test_every_variant_and_kernel_a_plan_names_is_well_formed():
                         assert set(extra) <= {"copies_at", "dynamic_shared", "splitk"}
                     n += 1
                 a = V.parser().parse_args(args) if mod == "bench.variants" else ncu.parser().parse_args(args)
-                if a.sizes or a.shapes:
-                    assert V.shapes_arg(a.sizes, a.shapes, op)
+                sizes = getattr(a, "sizes", None)           # `mix` takes shapes only
+                if sizes or a.shapes:
+                    assert V.shapes_arg(sizes, a.shapes, op)
             elif mod == "bench.ncu" and args[0] == "counters":
                 for k in ncu.parser().parse_args(args).kernel:
                     it = ncu.kernel_spec(k)
@@ -403,3 +404,15 @@ def test_the_tvm_bundle_installs_in_two_calls_and_says_what_to_do_when_the_machi
     p = subprocess.run(["bash", str(xgb / "install.sh")], capture_output=True, text=True, timeout=60,
                        env={**env, "KERNEL_LAB_SITE": str(tmp_path / "fresh")})
     assert p.returncode == 3 and "TVM is not installed" in p.stderr      # a machine given back: says so
+
+
+def test_the_instruction_mix_takes_variants_or_measured_settings_and_says_which_when_given_both():
+    from bench import variants
+    for argv in (["mix", "--op", "conv1d", "--shapes", "1024x3", "--measured", "data/h200_bench.json", "best"],
+                 ["mix", "--op", "conv1d", "--shapes", "1024x3"]):
+        p = subprocess.run([sys.executable, "-m", "bench.variants", *argv], cwd=ROOT, capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 2 and p.stdout == "" and "VARIANT" in p.stderr.strip().splitlines()[-1]
+    got = variants.measured_rows([str(ROOT / "data" / "h200_bench.json")], "conv1d", {"M": 1048576, "N": 1024})
+    assert len(got) > 10 and all(ms > 0 for ms in got.values())
+    assert variants.measured_rows([str(ROOT / "data" / "h200_bench.json")], "conv1d", {"M": 7, "N": 3}) == {}

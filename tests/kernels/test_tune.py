@@ -127,27 +127,19 @@ def test_conv1d_proposals_with_tiles_that_divide_the_shape_come_within_the_first
 
 
 def test_the_machine_code_of_dividing_conv1d_tiles_has_no_bounds_tests_in_its_multiply_adds():
-    """Why exact_tiles proposes them, from the cubins the GPU would run (the pinned NVRTC, sm_90): best's at
-    255347x980 has hundreds of branches and multiply-adds are a third of its instructions; with dividing tiles
-    a handful of branches and most instructions are multiply-adds."""
-    import re
-    from collections import Counter
-    from kernels import build
+    """Why exact_tiles proposes them, from the cubins the GPU would run (kernels.sass.mix: the pinned NVRTC,
+    sm_90): best's at 255347x980 has hundreds of branches and multiply-adds are a third of its instructions;
+    with dividing tiles a handful of branches and most instructions are multiply-adds."""
+    from kernels import sass
     from kernels.knobs import exact_tiles
-    from kernels.sass.toolchain import compile_cubin, disassemble
     s = {"M": 255347, "N": 980}
     b = preset("conv1d", "cuda", "best", s)
-
-    def mix(k):
-        sass = disassemble(compile_cubin(build.source("conv1d", dict(s), k, "cuda", "cuda")))
-        ops = Counter(m.group(1).split(".")[0] for m in
-                      re.finditer(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M))
-        return ops["BRA"], ops["FFMA"] / sum(ops.values())
-    best_bra, best_share = mix(b)
-    assert best_bra > 200 and best_share < 0.4
+    m = sass.mix("conv1d", s, b)
+    assert m["branches"] > 200 and m["ffma_share"] < 0.4 and m["local_bytes"] == 0
+    assert m["ffma_share"] == round(m["ffma"] / m["instructions"], 4)
     for k in exact_tiles("conv1d", "cuda", b, s)[:2]:
-        bra, share = mix(k)
-        assert bra <= 8 and share > 0.65, (knobs_text(k), bra, share)
+        m = sass.mix("conv1d", s, k)
+        assert m["branches"] <= 8 and m["ffma_share"] > 0.65, (knobs_text(k), m)
 
 
 def _imgc8(s):
