@@ -556,14 +556,14 @@ def rounds(shapes: list[dict], n_rounds: int = 10, base: str | None = None, vari
 def mix_variants(variants: list[str], shapes: list[dict], over: str = "best", op: str = OP) -> dict:
     """Each variant's static instruction mix at each shape (kernels.sass.mix: the cubin the GPU would run,
     compiled here)."""
-    from kernels import sass
+    from kernels.sass.mix import mix
     from kernels.knobs import knobs_text
     doc = {"op": op, "over": over, "shapes": []}
     for s in shapes:
         row = {"shape": s, "runs": {}}
         for name, spec in (parse(v) for v in variants):
             k = knobs_of(name, spec, s, over, op)
-            row["runs"][name] = {"knobs": knobs_text(k), **sass.mix(op, s, k)}
+            row["runs"][name] = {"knobs": knobs_text(k), **mix(op, s, k)}
         doc["shapes"].append(row)
     return doc
 
@@ -597,12 +597,12 @@ def mix_measured(files: list[str], shape: dict, op: str = OP) -> dict:
     """The static instruction mix of every setting these data files measured at `shape`, beside its time, and
     how closely the share of multiply-adds follows the time (Pearson's r of log ms against the share)."""
     import numpy as np
-    from kernels import sass
+    from kernels.sass.mix import mix
     from kernels.knobs import knob_class, parse_knobs
     rows = []
     for text, ms in sorted(measured_rows(files, op, shape).items(), key=lambda kv: kv[1]):
         rows.append({"knobs": text, "median_ms": ms,
-                     **sass.mix(op, shape, parse_knobs(op, "cuda", text, knob_class(op, "cuda")()))})
+                     **mix(op, shape, parse_knobs(op, "cuda", text, knob_class(op, "cuda")()))})
     r = float(np.corrcoef(np.log([x["median_ms"] for x in rows]), [x["ffma_share"] for x in rows])[0, 1]) \
         if len(rows) > 2 else None
     return {"op": op, "shape": shape, "measured_in": files, "rows": rows, "r_log_ms_ffma_share": r}

@@ -25,7 +25,7 @@ NCU = {"global_ld": "smsp__inst_executed_op_global_ld.sum", "global_st": "smsp__
        "local_ld": "smsp__inst_executed_op_local_ld.sum", "local_st": "smsp__inst_executed_op_local_st.sum"}
 
 __all__ = ["EmulationError", "Misaligned", "ToolchainError", "Compiled", "MachineCounts", "compiled", "explain", "machine_counts",
-           "mix", "NCU"]
+           "NCU"]
 
 
 @dataclass(frozen=True)
@@ -69,22 +69,6 @@ def _compiled(op: str, shape_items: tuple, knobs) -> Compiled:
 
 def compiled(op: str, shape: dict, knobs) -> Compiled:
     return _compiled(op, tuple(shape.items()), knobs)
-
-
-def mix(op: str, shape: dict, knobs) -> dict:
-    """The static instruction mix of a schedule's cubin (every kernel's instructions once, as nvdisasm lists
-    them; no emulation): how many instructions, multiply-adds (FFMA) and their share, branches, shared, global
-    and local loads, and the bytes of local memory a thread. Where a loop is unrolled its body dominates the
-    listing, so the share of multiply-adds says how much of the issue rate goes to the arithmetic: over the 24
-    conv1d settings measured on the H200 at 2^20 x 1024 it follows their times (data/cpu_conv1d_mix.json)."""
-    from .. import build
-    from .toolchain import local_bytes
-    cubin = compile_cubin(build.source(op, dict(shape), knobs, "cuda", "cuda"))
-    ops = Counter(ins.opcode for k in parse(disassemble(cubin)).values() for ins in k.instrs)
-    n = sum(ops.values())
-    return {"instructions": n, "ffma": ops["FFMA"], "ffma_share": round(ops["FFMA"] / max(n, 1), 4),
-            "branches": ops["BRA"], "shared_ld": ops["LDS"], "global_ld": ops["LDG"], "local_ld": ops["LDL"],
-            "local_bytes": local_bytes(cubin)}
 
 
 def chunks(launch: Launch):

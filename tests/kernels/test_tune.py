@@ -130,15 +130,15 @@ def test_the_machine_code_of_dividing_conv1d_tiles_has_no_bounds_tests_in_its_mu
     """Why exact_tiles proposes them, from the cubins the GPU would run (kernels.sass.mix: the pinned NVRTC,
     sm_90): best's at 255347x980 has hundreds of branches and multiply-adds are a third of its instructions;
     with dividing tiles a handful of branches and most instructions are multiply-adds."""
-    from kernels import sass
     from kernels.knobs import exact_tiles
+    from kernels.sass.mix import mix
     s = {"M": 255347, "N": 980}
     b = preset("conv1d", "cuda", "best", s)
-    m = sass.mix("conv1d", s, b)
+    m = mix("conv1d", s, b)
     assert m["branches"] > 200 and m["ffma_share"] < 0.4 and m["local_bytes"] == 0
     assert m["ffma_share"] == round(m["ffma"] / m["instructions"], 4)
     for k in exact_tiles("conv1d", "cuda", b, s)[:2]:
-        m = sass.mix("conv1d", s, k)
+        m = mix("conv1d", s, k)
         assert m["branches"] <= 8 and m["ffma_share"] > 0.65, (knobs_text(k), m)
 
 
