@@ -767,19 +767,24 @@ def exact_tiles(op: str, target: str, k, shape: dict) -> list:
     714 outputs of 6 a thread and 140 taps, 56% with the window in registers, 78% staged in shared memory with
     the taps; 14 a thread, 70% and 87%. So: the largest patch (up to 16) that divides, window in registers,
     then the same staged in shared memory, then the dividing tile nearest k's. Where no output tile divides (a
-    prime count of outputs), only the k tile is made to divide. Proposals for the tuner: only their
-    measurement counts, and none has been measured yet."""
+    prime count of outputs), only the k tile is made to divide; no proposal launches fewer blocks than best
+    (or than one per SM). Proposals for the tuner: only their measurement counts, and none has been measured
+    yet."""
     from math import log
-    if (op, target) != ("conv1d", "cuda") or getattr(k, "k_threads", 1) > 1:
-        return []
+    if (op, target) != ("conv1d", "cuda") or getattr(k, "k_threads", 1) > 1 or k.cache_a != "local":
+        return []           # best's design for many outputs only (a window in registers): below it, best is
+                            # a few outputs a block with global operands (BEST_FEW_OUTPUTS)
     outs, taps = shape["M"] + shape["N"] - 1, shape["N"]
-    ks = [d for d in range(8, min(taps, 256) + 1) if taps % d == 0]
+    least = min(blocks(op, k, shape), H200_SMS)     # no fewer blocks than best launches, up to one per SM
+    # k tiles up to 144: a thread's window (patch + k_split - 1 values, up to 16 + 143) and its 16 sums stay
+    # within the 255 registers a thread has, as at best's 8 + 127
+    ks = [d for d in range(8, min(taps, 144) + 1) if taps % d == 0]
     k_split = min(ks, key=lambda d: abs(log(d / k.k_split))) if ks else k.k_split
 
     def near(p, t):         # distance from k's tile and patch, and the idle lanes of a last, partial warp
         warps = -(-t // 32)
         return abs(log(p * t / k.tile)) + abs(log(p / k.patch)) + 2 * (warps * 32 - t) / (warps * 32)
-    fits = [(p, t) for p in range(2, 17) for t in range(32, 1025) if outs % (p * t) == 0]
+    fits = [(p, t) for p in range(2, 17) for t in range(32, 1025) if outs % (p * t) == 0 and outs // (p * t) >= least]
     picks = [max(fits, key=lambda pt: (pt[0], -near(*pt))), min(fits, key=lambda pt: near(*pt))] if fits else \
         [(k.patch, k.tile // k.patch)]
     out = []
