@@ -16,7 +16,12 @@ def mix(op: str, shape: dict, knobs) -> dict:
     conv1d settings measured on the H200 at 2^20 x 1024 it follows their times (data/cpu_conv1d_mix.json)."""
     from .. import build
     cubin = compile_cubin(build.source(op, dict(shape), knobs, "cuda", "cuda"))
-    ops = Counter(ins.opcode for k in parse(disassemble(cubin)).values() for ins in k.instrs)
+    return counted(parse(disassemble(cubin)), cubin)
+
+
+def counted(kernels: dict, cubin: bytes) -> dict:
+    """mix() of a cubin already compiled and parsed (kernel name -> parse.Kernel)."""
+    ops = Counter(ins.opcode for k in kernels.values() for ins in k.instrs)
     n = sum(ops.values())
     return {"instructions": n, "ffma": ops["FFMA"], "ffma_share": round(ops["FFMA"] / max(n, 1), 4),
             "branches": ops["BRA"], "shared_ld": ops["LDS"], "global_ld": ops["LDG"], "local_ld": ops["LDL"],

@@ -188,6 +188,26 @@ def sass_table(op: str, shape_items: tuple, knobs, emulated: bool) -> tuple[pd.D
     return pd.DataFrame(rows), c.listing
 
 
+def sass_mix(op: str, shape_items: tuple, knobs) -> dict:
+    """The static instruction mix of the kernel's cubin (kernels.sass.mix), from the compile sass_table made."""
+    from kernels import sass
+    from kernels.sass.mix import counted
+    c = sass.compiled(op, dict(shape_items), knobs)
+    return counted(c.kernels, c.cubin)
+
+
+def mix_caption(m: dict) -> str:
+    """One sentence on the machine code's mix, and what many branches in it mean."""
+    text = (f"The machine code: {m['instructions']:,} instructions, {m['ffma_share']:.0%} of them multiply-adds "
+            f"(FFMA), {m['branches']:,} branches.")
+    if m["branches"] > 50 and m["ffma_share"] < 0.5:
+        text += (" Branches by the hundred in an unrolled kernel are bounds tests: where a tile does not divide the "
+                 "shape, its multiply-adds run under them and operands cannot stay in registers across them; tiles "
+                 "that divide the shape leave a handful (the README's conv1d at 255347x980: 274 branches and 34% "
+                 "multiply-adds, 4 and 70% with dividing tiles).")
+    return text
+
+
 def machine_tile(op: str, knobs, shape: dict | None = None):
     """(shape, knobs, Trace) of the drawable tile as the compiled SASS executes it (CUDA): the kernel itself
     where its shape is small enough to draw (so what nvcc does to exactly these knobs, spills included, is

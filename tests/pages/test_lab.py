@@ -154,3 +154,31 @@ def test_the_tune_panel_shows_progress_and_applies_the_winner(lab):
     _no_failures(lab)
     shown = next(c.value for c in lab.caption if c.value.startswith("Shape ")).split("`")[3]
     assert shown == winner
+
+
+def test_the_sass_tab_says_what_share_of_the_machine_code_multiplies_and_what_many_branches_mean():
+    """The SASS tab's first line: the cubin's static mix (the one data/cpu_conv1d_mix.json recorded for these
+    knobs), and, where branches crowd out the multiply-adds, that they are bounds tests."""
+    import json
+    from pathlib import Path
+    from kernels.knobs import exact_tiles, preset
+    from pages._parts import lab as L
+    s = {"M": 255347, "N": 980}
+    b = preset("conv1d", "cuda", "best", s)
+    m = L.sass_mix("conv1d", tuple(s.items()), b)
+    data = json.loads((Path(__file__).resolve().parents[2] / "data" / "cpu_conv1d_mix.json").read_text())
+    recorded = data["steps"][1]["output"]["shapes"][0]["runs"]["best"]
+    assert m == {k: v for k, v in recorded.items() if k != "knobs"}
+    text = L.mix_caption(m)
+    assert text.startswith(f"The machine code: {m['instructions']:,} instructions, {m['ffma_share']:.0%} of them "
+                           f"multiply-adds (FFMA), {m['branches']:,} branches.") and "bounds tests" in text
+    divided = L.sass_mix("conv1d", tuple(s.items()), exact_tiles("conv1d", "cuda", b, s)[0])
+    assert divided["branches"] < 10 and "bounds tests" not in L.mix_caption(divided)
+
+
+def test_the_sass_tab_opens_with_the_machine_codes_mix(lab):
+    lab.radio(key="lab_target").set_value("cuda").run()
+    lab.session_state["lab_code_tabs"] = "SASS"
+    lab.run()
+    _no_failures(lab)
+    assert any(c.value.startswith("The machine code: ") and "multiply-adds (FFMA)" in c.value for c in lab.caption)
