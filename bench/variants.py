@@ -656,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
         dynamic(False)
         return 0
     op = getattr(a, "op", OP)
-    default = "4096x4096x4096,1024x1024x1024" if op == OP and not a.sizes else None
+    default = "4096x4096x4096,1024x1024x1024" if op == OP and not getattr(a, "sizes", None) else None
     try:
         shapes = shapes_arg(getattr(a, "sizes", None), a.shapes or default, op)
     except ValueError as e:

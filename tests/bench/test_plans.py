@@ -413,6 +413,11 @@ def test_the_instruction_mix_takes_variants_or_measured_settings_and_says_which_
         p = subprocess.run([sys.executable, "-m", "bench.variants", *argv], cwd=ROOT, capture_output=True, text=True,
                            timeout=120)
         assert p.returncode == 2 and p.stdout == "" and "VARIANT" in p.stderr.strip().splitlines()[-1]
+    p = subprocess.run([sys.executable, "-m", "bench.variants", "mix", "--shapes", "64x64x64", "best"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)          # GEMM, the default operator
+    assert p.returncode == 0, p.stderr
+    run = json.loads(p.stdout)["shapes"][0]["runs"]["best"]
+    assert run["ffma"] > 0 and 0 < run["ffma_share"] < 1 and run["instructions"] > run["ffma"]
     got = variants.measured_rows([str(ROOT / "data" / "h200_bench.json")], "conv1d", {"M": 1048576, "N": 1024})
     assert len(got) > 10 and all(ms > 0 for ms in got.values())
     assert variants.measured_rows([str(ROOT / "data" / "h200_bench.json")], "conv1d", {"M": 7, "N": 3}) == {}
