@@ -595,7 +595,8 @@ def measured_rows(files: list[str], op: str, shape: dict) -> dict[str, float]:
 
 def mix_measured(files: list[str], shape: dict, op: str = OP) -> dict:
     """The static instruction mix of every setting these data files measured at `shape`, beside its time, and
-    how closely the share of multiply-adds follows the time (Pearson's r of log ms against the share)."""
+    how closely the share of multiply-adds follows the time (Pearson's r of log ms against the share), over all
+    of them and over those within 10% of the fastest."""
     import numpy as np
     from kernels.sass.mix import mix
     from kernels.knobs import knob_class, parse_knobs
@@ -603,9 +604,14 @@ def mix_measured(files: list[str], shape: dict, op: str = OP) -> dict:
     for text, ms in sorted(measured_rows(files, op, shape).items(), key=lambda kv: kv[1]):
         rows.append({"knobs": text, "median_ms": ms,
                      **mix(op, shape, parse_knobs(op, "cuda", text, knob_class(op, "cuda")()))})
-    r = float(np.corrcoef(np.log([x["median_ms"] for x in rows]), [x["ffma_share"] for x in rows])[0, 1]) \
-        if len(rows) > 2 else None
-    return {"op": op, "shape": shape, "measured_in": files, "rows": rows, "r_log_ms_ffma_share": r}
+    def r(xs):
+        return float(np.corrcoef(np.log([x["median_ms"] for x in xs]), [x["ffma_share"] for x in xs])[0, 1]) \
+            if len(xs) > 2 else None
+    near = [x for x in rows if rows and x["median_ms"] <= 1.1 * rows[0]["median_ms"]]
+    return {"op": op, "shape": shape, "measured_in": files, "rows": rows, "r_log_ms_ffma_share": r(rows),
+            "within_10pct_of_fastest": {"count": len(near), "r_log_ms_ffma_share": r(near),
+                                        "ffma_share": [min((x["ffma_share"] for x in near), default=None),
+                                                       max((x["ffma_share"] for x in near), default=None)]}}
 
 
 # ------------------------------------------------------------------ command line

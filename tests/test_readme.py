@@ -324,6 +324,21 @@ def test_readme_conv1d_instruction_mix_figures_come_from_the_data():
     assert r < -0.5
 
 
+def test_readme_gemm_instruction_mix_figures_come_from_the_data():
+    """The cube bound's machine-code sentence (data/cpu_gemm_mix.json): the mix follows the time over every
+    GEMM setting timed at 4096^3, and barely among the fastest."""
+    import json
+    text = " ".join((ROOT / "README.md").read_text().split())
+    o = json.loads((ROOT / "data" / "cpu_gemm_mix.json").read_text())["steps"][0]["output"]
+    w = o["within_10pct_of_fastest"]
+    assert (f"cubins of the {len(o['rows'])} GEMM settings the H200 timed at 4096^3") in text
+    assert (f"(r = {o['r_log_ms_ffma_share']:.2f}), but the {w['count']} within 10% of the fastest span "
+            f"{100 * w['ffma_share'][0]:.0f}% to {100 * w['ffma_share'][1]:.0f}% and it barely orders them "
+            f"(r = {w['r_log_ms_ffma_share']:.2f}); the fastest's is {100 * o['rows'][0]['ffma_share']:.0f}%") in text
+    assert abs(w["r_log_ms_ffma_share"]) < 0.5 < abs(o["r_log_ms_ffma_share"])
+    assert o["rows"][0]["median_ms"] == min(r["median_ms"] for r in o["rows"])
+
+
 def test_readme_split_k_judgement_comes_from_the_data():
     """The few-tile GEMM run: the first rule's picks (written into the plan's note before the run) and today's
     rule's against the fastest k_blocks measured, as the README quotes them."""
