@@ -13,10 +13,15 @@ def define(s: Shape):
     Wd = te.placeholder((s["C"], 1, s["K"], s["K"]), name="W")
     Wp = te.placeholder((s["F"], s["C"], 1, 1), name="P")
     D = depthwise(padded(X, s), Wd, s, "D")
+    return [X, Wd, Wp, pointwise(D, Wp, s)]
+
+
+def pointwise(D, Wp, s: Shape):
+    """The second stage: C[b, f, h, w] = sum_c D[b, c, h, w] P[f, c] (a 1x1 convolution to F channels)."""
+    from tvm import te
     c = te.reduce_axis((0, s["C"]), name="c")
-    C = te.compute((s["B"], s["F"], s["H"], s["W"]),
-                   lambda b, f, h, w: te.sum(D[b, c, h, w] * Wp[f, c, 0, 0], axis=c), name="C")
-    return [X, Wd, Wp, C]
+    return te.compute((s["B"], s["F"], s["H"], s["W"]),
+                      lambda b, f, h, w: te.sum(D[b, c, h, w] * Wp[f, c, 0, 0], axis=c), name="C")
 
 
 def reference(x, wd, wp, dtype="float64"):
