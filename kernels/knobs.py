@@ -261,6 +261,12 @@ class Conv1dCuda:
                            "partial sums meet in shared memory (for few outputs and a long kernel).",
                         (1, 2, 4, 8, 16, 32))
     min_blocks: int = occupancy()
+    pad_tiles: bool = _f(False, "Where the tile does not divide the M+N-1 outputs, pad the output up to whole "
+                                "tiles, and the taps up to whole k tiles where that adds at most N/8 zero taps "
+                                "(the operator's padded definition: TVM's pad_einsum cannot pad A_pad[i + k]): the "
+                                "copies read zeros beyond the ends, so no multiply-add tests bounds; only the "
+                                "copies and the write-back do. Needs cache_c='local' and k_threads=1.",
+                         (False, True))
 
     def extents(self, s: Shape):
         return {"": ("M+N-1", s["M"] + s["N"] - 1), "k": ("N", s["N"])}
@@ -275,7 +281,7 @@ class Conv1dCuda:
     def plan(self, s: Shape) -> Plan:
         return Plan("cuda", (self.tile,), (self.patch,), (self.k_split,),
                     (("A_pad", self.cache_a), ("W", self.cache_w)), self.cache_c, self.vector, self.unroll,
-                    rthreads=self.k_threads, min_blocks=self.min_blocks)
+                    rthreads=self.k_threads, min_blocks=self.min_blocks, pad=self.pad_tiles)
 
 
 @dataclass(frozen=True)
@@ -757,6 +763,16 @@ def blocks(op: str, k, shape: dict) -> int:
 SPREAD = {("dwsep_conv2d", "cuda"): ("w", "h", "f")}
 
 
+def padded(op: str, target: str, k, shape: dict) -> list:
+    """conv1d on CUDA: k with pad_tiles, where its tiles leave a remainder that padding removes (the operator's
+    padded definition: at 255347x980 the cubin's branches fall from 274 to 4 for the same 1024 multiply-adds);
+    [] elsewhere. A proposal for the tuner, first after best."""
+    if (op, target) != ("conv1d", "cuda") or k.pad_tiles or k.k_threads > 1 or k.cache_c != "local":
+        return []
+    p = fit(replace(k, pad_tiles=True), shape)
+    return [p] if p.pad_tiles and not validate(op, target, p, shape) else []
+
+
 def exact_tiles(op: str, target: str, k, shape: dict) -> list:
     """conv1d on CUDA: settings near k whose tiles no bounds test cuts: an output tile (patch x threads)
     dividing M+N-1 and a k tile dividing N. Where a tile leaves a remainder, every multiply-add of the tile
@@ -909,7 +925,9 @@ def fit(k, s: Shape):
         k = replace(k, interleave=False)
     if getattr(k, "pad_tiles", False) and isinstance(k, GemmCpu) and k.k_split > 0:
         k = _balanced_cpu_tiles(k, s)
-    if (getattr(k, "pad_tiles", False) and k.tile_m > 0 and k.tile_n > 0     # (a tile below its patch fails validate)
+    if isinstance(k, Conv1dCuda) and k.pad_tiles and not _conv1d_pads(k, s):       # nothing to pad
+        k = replace(k, pad_tiles=False)
+    if (getattr(k, "pad_tiles", False) and not isinstance(k, Conv1dCuda) and k.tile_m > 0 and k.tile_n > 0
             and not (s["M"] % k.tile_m or s["N"] % k.tile_n)                    # nothing to pad
             and not (isinstance(k, GemmCpu) and k.k_split > 0 and s["K"] % k.k_split)):
         k = replace(k, pad_tiles=False)
@@ -927,6 +945,12 @@ def fit(k, s: Shape):
             if not _vector_problems(cand, s):
                 return cand
     return k
+
+
+def _conv1d_pads(k: "Conv1dCuda", s: Shape) -> bool:
+    """Whether conv1d's padded definition pads anything: the output to whole tiles, or the taps to whole k tiles."""
+    from .ops.conv1d import padded_taps
+    return k.tile > 0 and ((s["M"] + s["N"] - 1) % k.tile > 0 or padded_taps(s["N"], k.k_split) > s["N"])
 
 
 def _balanced_cpu_tiles(k: "GemmCpu", s: Shape) -> "GemmCpu":
@@ -1118,6 +1142,9 @@ def validate(op: str, target: str, k, s: Shape) -> list[str]:
         if getattr(k, "transpose_a", False) and "shared" not in k.cache_a:
             out.append(f"transpose_a=true lays out A's shared tile, and cache_a={k.cache_a} keeps none; set cache_a "
                        "to 'shared' or 'shared+local', or transpose_a=false.")
+        if getattr(k, "pad_tiles", False) and getattr(k, "k_threads", 1) > 1:
+            out.append(f"pad_tiles=true pads the tiles of one thread's reduction, and k_threads={k.k_threads} "
+                       "shares each output's reduction among threads; set k_threads=1, or pad_tiles=false.")
         if getattr(k, "pad_tiles", False) and k.cache_c != "local":
             out.append(f"pad_tiles=true accumulates the padded tiles in registers and writes back only the real "
                        f"outputs, and cache_c={k.cache_c} accumulates in global memory; set cache_c=local, or "

@@ -109,12 +109,15 @@ def trace(op: str, shape: Shape, knobs, target: str, seed: int = 0) -> Trace:
     log, prog, _ = _execute(op, shape, knobs, target, seed)
     shapes = tensor_shapes(op, shape)
     padded = _padded(op, shape, knobs, target)
+    views = _views(shapes, padded)
+    # an intermediate of the operator's own that its padded definition grows (conv1d's A_pad) keeps its name
+    shapes.update({t: s for t, s in padded.items() if t in shapes})
     meta = []
     for b in prog.bufs:
         t = tensor_of(b.name)
         tshape = shapes.get(t)
-        if t in padded and t[:-4] in shapes:      # pad_tiles' zero-padded view: the tensor, grown by the padding
-            t, tshape = t[:-4], padded[t]
+        if t in views:                            # pad_tiles' zero-padded view: the tensor, grown by the padding
+            t, tshape = views[t], padded[t]
         if tshape is None or int(np.prod(tshape)) != b.size:
             tshape = (b.size,)
         table = list(zip(*(a.tolist() for a in np.unravel_index(np.arange(b.size), tshape))))
@@ -147,7 +150,29 @@ def _padded(op: str, shape: Shape, knobs, target: str) -> dict[str, tuple[int, .
         return {}
     from .schedules import unscheduled
     from .schedules._common import padded_shapes
-    return padded_shapes(unscheduled(op, shape), knobs.plan(shape))
+    plan = knobs.plan(shape)
+    return padded_shapes(unscheduled(op, shape, plan), plan)
+
+
+def _views(shapes: dict, padded: dict) -> dict[str, str]:
+    """pad_tiles' zero-padded views -> the tensor each pads (A_pad -> A for GEMM; W_pad -> W, C_pad -> C for
+    conv1d, whose own A_pad is an intermediate of its definition, not a view): the trace and the counts name
+    their accesses by the tensor."""
+    return {t: t[:-4] for t in padded if t not in shapes and t[:-4] in shapes}
+
+
+def _named_by_tensor(c: Counts, views: dict) -> Counts:
+    def merge(d: dict) -> dict:
+        out: dict = {}
+        for t, lv in d.items():
+            into = out.setdefault(views.get(t, t), {})
+            for level, rw in lv.items():
+                for kind, n in rw.items():
+                    into.setdefault(level, {}).setdefault(kind, 0)
+                    into[level][kind] += n
+        return out
+    return replace(c, per_tensor=merge(c.per_tensor),
+                   instructions={**c.instructions, "asked": merge(c.instructions["asked"])})
 
 
 def _execute(op: str, shape: Shape, knobs, target: str, seed: int):
@@ -176,6 +201,8 @@ def counts(op: str, shape: Shape, knobs, target: str, machine: bool = True, prog
     emulating it is estimated to take longer than that (sass.estimate)."""
     from ._count import count
     c = count(op, shape, knobs, target, _for_counting(op, tuple(shape.items()), knobs, target))
+    views = _views(tensor_shapes(op, shape), _padded(op, shape, knobs, target))
+    c = _named_by_tensor(c, views) if views else c
     return with_machine(op, shape, knobs, c, progress, limit_s) if machine and target == "cuda" else c
 
 

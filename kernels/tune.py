@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from . import isolated
-from .knobs import H200_SMS, KnobError, blocks, exact_tiles, fit, fields_of, knob_class, knobs_text, parse_knobs, \
+from .knobs import H200_SMS, KnobError, blocks, exact_tiles, fit, padded, fields_of, knob_class, knobs_text, parse_knobs, \
     preset, random_valid, spread, validate
 
 SLOW = 4.0                      # a candidate this many times slower than the fastest so far is timed once
@@ -125,13 +125,14 @@ def sharper(op: str, shape: dict, base, ks: list) -> list:
 
 
 def first_choices(op: str, target: str, shape: dict) -> list:
-    """What the search measures first, in this order: best; best with tiles that divide the shape (exact_tiles:
-    conv1d on CUDA); the other side of best's size rule (the knobs best takes on the other side of it); best's
+    """What the search measures first, in this order: best; best padded to whole tiles (padded) and best with
+    tiles that divide the shape (exact_tiles), conv1d on CUDA, where their machine code is sharper; the other
+    side of best's size rule (the knobs best takes on the other side of it); best's
     VARIANTS; the seed's schedule. On CUDA, where best launches fewer than FEW_BLOCKS blocks, those between best
     and the seed with more blocks first. Each valid and once."""
     from .knobs import BEST_FEW_OUTPUTS, PRESETS, few_outputs
     b = preset(op, target, "best", shape)
-    out = sharper(op, shape, b, exact_tiles(op, target, b, shape))
+    out = sharper(op, shape, b, padded(op, target, b, shape) + exact_tiles(op, target, b, shape))
     if (op, target) in BEST_FEW_OUTPUTS:
         cls = knob_class(op, target)
         other = PRESETS[(op, target)]["best"] if few_outputs(op, target, shape) else BEST_FEW_OUTPUTS[(op, target)][1]
@@ -461,7 +462,7 @@ def tuned_best(op: str, target: str, shape: dict, device: str | None = None) -> 
     import json
     mine = df[(df["source"] == "tune:winner") & (df["op"] == op) & (df["target"] == target)
               & (df["device"] == device) & (df["shape"] == json.dumps(dict(shape))) & df["ok"]]
-    mine = mine[[searched_today(op, target, k) for k in mine["knobs"]]] if not mine.empty else mine
+    mine = mine[[searched_today(op, target, k, shape) for k in mine["knobs"]]] if not mine.empty else mine
     if mine.empty:
         return shipped_best(op, target, shape, device)
     row = mine.iloc[-1]
@@ -477,14 +478,19 @@ SHIPPED = ("data/h200_anchors.json", "data/h200_suite.json", "data/h100_suite.js
            "data/h100_ms_conv1d.json")        # tuner runs made by bench/plans
 
 
-def searched_today(op: str, target: str, text: str) -> bool:
-    """Whether a tuned winner's knob text names every knob the operator has today. A winner found before a knob
-    existed was found among candidates without it, against the best of its day: today's best (which may use
-    the knob: d_kernel took depthwise-separable from 0.40x to 1.1x cuDNN) can be the faster, so best keeps
-    its rules there."""
-    from .knobs import fields_of, knob_class
+def searched_today(op: str, target: str, text: str, shape: dict | None = None) -> bool:
+    """Whether a tuned winner's knob text names every knob the operator has today, or (given the shape) the
+    knobs it does not name are ones today's rules leave at their defaults there. A winner found before a knob
+    existed was found among candidates without it, against the best of its day: where today's best uses the
+    knob (d_kernel took depthwise-separable from 0.40x to 1.1x cuDNN) it can be the faster, so best keeps its
+    rules there; where it does not, the winner beat the same best it would beat today."""
+    from .knobs import fields_of, knob_class, preset
     named = {item.partition("=")[0].strip() for item in (text or "").split(",") if item.strip()}
-    return set(fields_of(knob_class(op, target)())) <= named
+    missing = set(fields_of(knob_class(op, target)())) - named
+    if not missing or shape is None:
+        return not missing
+    rules, default = preset(op, target, "best", dict(shape)), knob_class(op, target)()
+    return all(getattr(rules, n) == getattr(default, n) for n in missing)
 
 
 def shipped_rows(files=SHIPPED) -> list[tuple[str, str, dict]]:
@@ -511,7 +517,7 @@ def shipped_best(op: str, target: str, shape: dict, device: str) -> tuple[str, s
     for f, date, r in reversed(shipped_rows()):
         o = r["ours"]
         if (r["op"], r.get("target"), r["shape"], r.get("device")) == (op, target, dict(shape), device) \
-                and o.get("ok") and o.get("knobs") and searched_today(op, target, o["knobs"]):
+                and o.get("ok") and o.get("knobs") and searched_today(op, target, o["knobs"], shape):
             return o["knobs"], (f"best is the tuner's winner for this shape on {device} ({f}, {date}: "
                                 f"{o['median_ms']:.4g} ms, {r['vendor']} {r['vendor_ms']:.4g} ms)")
     return None

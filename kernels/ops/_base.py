@@ -34,6 +34,9 @@ class Operator:
     flops: Callable[[Shape], int]
     shape_rules: Callable[[Shape], list[str]] = lambda s: []
     sizes: dict[str, Shape] = field(default_factory=dict)   # named shapes: speed-test, large, tile
+    # the definition padded to whole tiles, (shape, tiles, splits) -> te tensors, for the pad_tiles knob where
+    # TVM's pad_einsum cannot pad the operator (conv1d reads A_pad[i + k]); None: pad_einsum pads it
+    define_padded: Callable[[Shape, tuple, tuple], list] | None = None
 
     def random_inputs(self, shape: Shape, rng: np.random.Generator) -> list[np.ndarray]:
         """Uniform(-1, 1) float32 inputs. Where the output has at most SMALL_OUTPUT entries, a draw whose float64

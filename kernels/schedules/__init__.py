@@ -15,13 +15,28 @@ from ..fpga import schedule as _fpga  # noqa: E402
 ENGINES["fpga"] = _fpga.schedule
 
 
-def unscheduled(op: str, shape: Shape) -> Schedule:
-    return Schedule(tvm.IRModule({"main": te.create_prim_func(OPS[op].define(shape))}))
+def definition(op: str, shape: Shape, plan=None) -> list:
+    """The operator's te tensors; with a CUDA plan that pads to whole tiles (pad_tiles), its padded definition
+    where it has one (pad_einsum pads the others in the schedule)."""
+    o = OPS[op]
+    if is_padded_definition(op, plan):
+        return o.define_padded(shape, plan.tiles, plan.splits)
+    return o.define(shape)
+
+
+def is_padded_definition(op: str, plan) -> bool:
+    return (plan is not None and getattr(plan, "target", None) == "cuda" and getattr(plan, "pad", False)
+            and OPS[op].define_padded is not None)
+
+
+def unscheduled(op: str, shape: Shape, plan=None) -> Schedule:
+    return Schedule(tvm.IRModule({"main": te.create_prim_func(definition(op, shape, plan))}))
 
 
 def create(op: str, shape: Shape, knobs, target: str) -> tuple[Schedule, Steps]:
     """The schedule for (op, shape, knobs, target) and the reasons for each step."""
     steps = Steps()
-    sch = unscheduled(op, shape)
-    ENGINES[target](sch, knobs.plan(shape), steps)
+    plan = knobs.plan(shape)
+    sch = unscheduled(op, shape, plan)
+    ENGINES[target](sch, plan, steps)
     return sch, steps

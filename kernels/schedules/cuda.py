@@ -120,13 +120,15 @@ def _split_reduction(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
 def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
     if plan.rthreads > 1:
         return _split_reduction(sch, plan, steps)
-    blk = sch.get_sblock("C")
+    blk = producer(sch, "C_pad")       # conv1d's definition padded to whole tiles (pad_tiles)
+    padded_def = blk is not None
+    blk = blk if padded_def else sch.get_sblock("C")
     staged = {n for n, s in plan.caches if s != "global"}
     # the operator's own padding (a convolution's borders), before pad_tiles adds its padded views: those stay
     # blocks of their own until a cache stage reads them, which takes their zero test into its copies (inlined
     # here, split-K's A_pad would put the test into every multiply-add: 2.8x the shared loads)
     inline_pads(sch, staged, steps)
-    padded = False
+    padded = padded_def
     if plan.kblocks > 1:
         blk, plan, padded = split_k_blocks(sch, blk, plan, steps)
     out_name = sch.get(blk).writes[0].source.name        # C; with split-K the partial sums (C_rf or C_pad_rf)
@@ -215,6 +217,8 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
         # the sum kernel writes C, so there is no C_pad to inline here
         if padded and producer(sch, f"{out_name}_pad") is not None:
             sch.reverse_compute_inline(producer(sch, f"{out_name}_pad"))
+        elif padded_def:
+            sch.reverse_compute_inline(sch.get_sblock("C"))
         steps("accumulate the output patch in registers (C_local) and write it to global once at the end.")
         inner = sch.get_loops(out)[-1]
         if plan.vector > 1 and plan.patches[-1] % plan.vector == 0:

@@ -258,6 +258,67 @@ def test_padded_trace_draws_the_padding_on_the_tensors_it_pads():
     assert len(tile_animation(tr).frames) > 1
 
 
+@pytest.mark.parametrize("knobs, s", [
+    ("tile=16,patch=4,k_split=4,cache_a=local,cache_w=shared", {"M": 37, "N": 11}),       # taps padded too (12)
+    ("tile=16,patch=4,k_split=8,cache_a=shared,cache_w=local", {"M": 37, "N": 9}),        # 16 taps: N stays
+    ("tile=32,patch=2,k_split=2,cache_a=global,cache_w=global", {"M": 50, "N": 3}),
+    ("tile=32,patch=4,k_split=32,cache_a=local,cache_w=shared,unroll=4096", {"M": 20, "N": 33}),
+    ("tile=16,patch=2,k_split=8,cache_a=shared,cache_w=shared,vector=2", {"M": 5, "N": 40}),
+])
+def test_padded_conv1d_computes_the_reference_where_the_tiles_do_not_divide(knobs, s):
+    """conv1d cannot go through pad_einsum (it reads A_pad[i + k]); its padded definition pads the output to
+    whole tiles and the taps to whole k tiles (where that adds at most N/8), the interpreted kernel still
+    computes np.convolve's result."""
+    k = resolve("conv1d", "cuda", s, None, f"{knobs},cache_c=local,pad_tiles=true")
+    assert k.pad_tiles and traffic.simulate("conv1d", s, k, "cuda") < 1e-5
+
+
+def test_padded_conv1d_has_no_bounds_test_in_its_multiply_adds_and_the_trace_agrees_with_the_counts():
+    """At 255347x980 best's tiles (1024 outputs, 128 taps) divide neither: every multiply-add of its CUDA code
+    sits under an output test; padded, none does (the copies and the write-back keep theirs), and the cubin's
+    branches fall from 274 to a handful (kernels.sass.mix)."""
+    from collections import Counter
+    from kernels.knobs import preset
+    from kernels.ops.conv1d import padded_taps
+    from kernels.sass.mix import mix
+    s = {"M": 255347, "N": 980}
+    b = preset("conv1d", "cuda", "best", s)
+    p = resolve("conv1d", "cuda", s, "best", "pad_tiles=true")
+    assert not b.pad_tiles and p.pad_tiles and padded_taps(980, p.k_split) == 1024
+    fmas = [ln for ln in build.source("conv1d", s, p, "cuda", "cuda").splitlines() if "C_pad_local_ptr[0] = (" in ln]
+    assert len(fmas) >= 128 and all("if (" not in ln for ln in fmas)
+    mb, mp = mix("conv1d", s, b), mix("conv1d", s, p)
+    assert mb["branches"] > 200 and mp["branches"] <= 8 and mp["ffma"] == mb["ffma"] \
+        and mp["ffma_share"] > mb["ffma_share"] + 0.15, (mb, mp)
+    # the drawable tile: the padded taps and outputs are drawn on W and C, the grown A_pad keeps its name
+    t = {"M": 37, "N": 11}
+    k = resolve("conv1d", "cuda", t, None, "tile=16,patch=4,k_split=4,cache_a=local,cache_w=shared,cache_c=local,"
+                                           "pad_tiles=true")
+    tr = traffic.trace("conv1d", t, k, "cuda")
+    assert tr.tensors["A_pad"] == (48 + 12 - 1,) and {r.tensor for r in tr.records if r.kind != "barrier"} == \
+        {"A", "A_pad", "W", "C"}
+    assert max(r.index[0] for r in tr.records if r.tensor == "C") == 47          # 47 outputs padded to 48
+    totals = Counter((r.tensor, r.level, r.kind) for r in tr.records if r.kind != "barrier")
+    c = traffic.counts("conv1d", t, k, "cuda", machine=False)
+    assert totals == Counter({(n, lv, kd): v for n, d in c.per_tensor.items() for lv, x in d.items()
+                              for kd, v in x.items() if v})
+
+
+def test_pad_tiles_on_conv1d_says_what_it_needs_and_is_dropped_where_nothing_pads():
+    from kernels.knobs import KnobError, fit
+    s = {"M": 1 << 20, "N": 1024}                   # 2^20 + 1023 outputs: tile 1024 does not divide
+    with pytest.raises(KnobError, match="k_threads=1"):
+        resolve("conv1d", "cuda", s, None, "tile=1024,patch=8,k_split=128,cache_c=local,k_threads=4,pad_tiles=true")
+    with pytest.raises(KnobError, match="cache_c=local"):
+        resolve("conv1d", "cuda", s, None, "tile=1024,patch=8,k_split=128,cache_c=global,pad_tiles=true")
+    even = {"M": 1025, "N": 64}                     # 1088 outputs = 17 x 64, 64 taps in k tiles of 32
+    k = resolve("conv1d", "cuda", even, None, "tile=64,patch=4,k_split=32,cache_c=local,pad_tiles=true")
+    assert not fit(k, even).pad_tiles                               # a preset or the tuner drops it (fit)
+    assert "C_pad" not in build.source("conv1d", even, k, "cuda", "tir")   # and as typed it pads nothing
+    assert fit(resolve("conv1d", "cuda", even, None, "tile=128,patch=4,k_split=32,cache_c=local,pad_tiles=true"),
+               even).pad_tiles
+
+
 SPLITK = "tile_m=32,tile_n=32,patch_m=4,patch_n=4,k_split=8,cache_a=shared+local,cache_b=shared+local,vector=4," \
          "unroll=4096,pipeline=true,async_copy=true"
 

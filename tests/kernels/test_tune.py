@@ -68,6 +68,22 @@ def test_a_winner_tuned_before_a_knob_existed_does_not_stand_for_best(tmp_path, 
     assert tune.tuned_best("gemm", "cpu", S)[0] == r.best_knobs     # the newer row without pad_tiles is passed over
 
 
+def test_a_winner_missing_a_knob_that_best_leaves_at_its_default_still_stands():
+    """conv1d's pad_tiles came after its tuned winners; best's rules leave it off, so those winners beat the same
+    best they would beat today and still stand for best (where the rules used the knob they would not)."""
+    from kernels.knobs import knobs_text, preset
+    s = {"M": 255347, "N": 980}
+    text = ",".join(x for x in knobs_text(preset("conv1d", "cuda", "best", s)).split(",")
+                    if not x.startswith("pad_tiles="))
+    assert tune.searched_today("conv1d", "cuda", text, s)
+    assert not tune.searched_today("conv1d", "cuda", text)          # without the shape: not known
+    older = ",".join(x for x in text.split(",") if not x.startswith("k_threads="))
+    assert tune.searched_today("conv1d", "cuda", older, s)           # best's k_threads is its default, 1
+    g = ",".join(x for x in knobs_text(preset("gemm", "cuda", "best", {"M": 1000, "N": 1000, "K": 1000})).split(",")
+                 if not x.startswith("pad_tiles="))
+    assert not tune.searched_today("gemm", "cuda", g, {"M": 1000, "N": 1000, "K": 1000})    # best pads there
+
+
 def test_tuning_cuda_without_a_gpu_fails_with_a_sentence():
     from kernels.knobs import KnobError
     with pytest.raises(KnobError, match="no CUDA GPU"):
@@ -243,7 +259,7 @@ def test_best_on_the_h200_is_the_shipped_tuned_winner_where_one_was_measured():
     from kernels.tune import searched_today, shipped_best, shipped_rows
     rows = [r for _, _, r in shipped_rows() if r["ours"].get("ok")]
     assert rows, "the shipped H200 tuner data holds no verified winner"
-    old = [r for r in rows if not searched_today(r["op"], r["target"], r["ours"]["knobs"])]
+    old = [r for r in rows if not searched_today(r["op"], r["target"], r["ours"]["knobs"], r["shape"])]
     # the depthwise-separable winners found before d_kernel, tile_b and patch_b: best keeps its rules there
     assert old and {r["op"] for r in old} == {"dwsep_conv2d"}
     for r in old:
