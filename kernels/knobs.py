@@ -765,12 +765,27 @@ SPREAD = {("dwsep_conv2d", "cuda"): ("w", "h", "f")}
 
 def padded(op: str, target: str, k, shape: dict) -> list:
     """conv1d on CUDA: k with pad_tiles, where its tiles leave a remainder that padding removes (the operator's
-    padded definition: at 255347x980 the cubin's branches fall from 274 to 4 for the same 1024 multiply-adds);
-    [] elsewhere. A proposal for the tuner, first after best."""
+    padded definition: at 255347x980 the cubin's branches fall from 274 to 4 for the same 1024 multiply-adds),
+    and the same with the k tile whose padding leaves no remainder of taps (padding_k_tile) where that differs;
+    [] elsewhere. Proposals for the tuner, first after best."""
     if (op, target) != ("conv1d", "cuda") or k.pad_tiles or k.k_threads > 1 or k.cache_c != "local":
         return []
-    p = fit(replace(k, pad_tiles=True), shape)
-    return [p] if p.pad_tiles and not validate(op, target, p, shape) else []
+    out = [fit(replace(k, pad_tiles=True, k_split=d), shape)
+           for d in dict.fromkeys((k.k_split, padding_k_tile(shape["N"], k.k_split)))]
+    return [p for p in out if p.pad_tiles and not validate(op, target, p, shape)]
+
+
+def padding_k_tile(taps: int, k_split: int) -> int:
+    """The k tile for conv1d's padded definition: k_split where it divides the taps or padding them to whole
+    k tiles adds at most N/8 (ops.conv1d.padded_taps); else the multiple of 8 from k_split/2 to k_split whose
+    whole tiles add the fewest zero taps, within N/8 (782 taps: 112, 784 taps; in tiles of 128 the remainder's
+    tests stay: 233 branches in the cubin at 854625x782, 5 with 112)."""
+    from .ops.conv1d import padded_taps
+    if taps % k_split == 0 or padded_taps(taps, k_split) > taps:
+        return k_split
+    fits = [d for d in range(max(8, k_split // 2), k_split + 1, 8)
+            if taps % d == 0 or padded_taps(taps, d) > taps]
+    return max(fits, key=lambda d: (-(-(-taps // d) * d - taps), d)) if fits else k_split
 
 
 def exact_tiles(op: str, target: str, k, shape: dict) -> list:

@@ -149,6 +149,25 @@ def test_conv1d_proposals_with_tiles_that_divide_the_shape_come_within_the_first
                        {"M": 99, "N": 99, "K": 99}) == []
 
 
+def test_best_padded_to_whole_tiles_is_proposed_right_after_best_for_conv1d_on_cuda():
+    """kernels.knobs.padded: best with pad_tiles (and, where the taps' remainder would stay, with the k tile that
+    pads them to whole tiles); nothing where nothing pads or best is not the register-window design."""
+    from kernels.knobs import padded, padding_k_tile
+    assert (padding_k_tile(782, 128), padding_k_tile(980, 128), padding_k_tile(1024, 128)) == (112, 128, 128)
+    assert padding_k_tile(129, 128) == 72          # 2 tiles of 72: 15 zero taps, within 129/8
+    s = {"M": 854625, "N": 782}
+    b = preset("conv1d", "cuda", "best", s)
+    got = padded("conv1d", "cuda", b, s)
+    assert [(k.pad_tiles, k.k_split) for k in got] == [(True, 128), (True, 112)]
+    assert set(got) <= set(tune.first_choices("conv1d", "cuda", s)[:8])
+    big = {"M": (1 << 20) - 1023, "N": 1024}      # 2^20 outputs, 1024 taps: best's tiles divide
+    assert padded("conv1d", "cuda", preset("conv1d", "cuda", "best", big), big) == []
+    few = {"M": 200, "N": 300}                     # few outputs: best accumulates in global memory
+    assert padded("conv1d", "cuda", preset("conv1d", "cuda", "best", few), few) == []
+    g = {"M": 99, "N": 99, "K": 99}
+    assert padded("gemm", "cuda", preset("gemm", "cuda", "best", g), g) == []
+
+
 def test_the_machine_code_of_dividing_conv1d_tiles_has_no_bounds_tests_in_its_multiply_adds():
     """Why exact_tiles proposes them, from the cubins the GPU would run (kernels.sass.mix: the pinned NVRTC,
     sm_90): best's at 255347x980 has hundreds of branches and multiply-adds are a third of its instructions;
