@@ -324,6 +324,29 @@ def test_readme_conv1d_instruction_mix_figures_come_from_the_data():
     assert r < -0.5
 
 
+def test_readme_conv1d_padding_predictions_come_from_the_data():
+    """The padded conv1d kernels' machine code (data/cpu_conv1d_pad_mix.json, compiled here before a GPU timed
+    them): branches and the multiply-adds' share with and without pad_tiles."""
+    import json
+    text = " ".join((ROOT / "README.md").read_text().split())
+    steps = json.loads((ROOT / "data" / "cpu_conv1d_pad_mix.json").read_text())["steps"]
+    rows = {(r["shape"]["M"], r["shape"]["N"]): r["runs"] for r in steps[0]["output"]["shapes"]}
+    gone = {s: r for s, r in rows.items() if r["pad"]["branches"] <= 8}
+    b = [r["best"]["branches"] for r in gone.values()]
+    p = [r["pad"]["branches"] for r in gone.values()]
+    sb = [100 * r["best"]["ffma_share"] for r in gone.values()]
+    sp = [100 * r["pad"]["ffma_share"] for r in gone.values()]
+    assert (f"at {['no', 'one', 'two', 'three', 'four', 'five', 'six'][len(gone)]} of the step's {['no', 'one', 'two', 'three', 'four', 'five', 'six'][len(rows)]} shapes "
+            f"`best` padded has {min(p)} to {max(p)} branches where `best` has {min(b)} to {max(b)}, the same "
+            f"multiply-adds, and their share rises from {min(sb):.0f}-{max(sb):.0f}% to "
+            f"{min(sp):.0f}-{max(sp):.0f}%") in text
+    assert all(r["pad"]["ffma"] == r["best"]["ffma"] for r in gone.values())
+    (left,) = set(rows) - set(gone)
+    k112 = steps[1]["output"]["shapes"][0]
+    assert left == (854625, 782) == (k112["shape"]["M"], k112["shape"]["N"]) and k112["runs"]["p112"]["branches"] <= 8
+    assert "at 854625x782 only a k tile that pads the 782 taps whole (112) does that" in text
+
+
 def test_readme_gemm_instruction_mix_figures_come_from_the_data():
     """The cube bound's machine-code sentence (data/cpu_gemm_mix.json): the mix follows the time over every
     GEMM setting timed at 4096^3, and barely among the fastest."""
