@@ -158,7 +158,8 @@ def test_best_padded_to_whole_tiles_is_proposed_right_after_best_for_conv1d_on_c
     s = {"M": 854625, "N": 782}
     b = preset("conv1d", "cuda", "best", s)
     got = padded("conv1d", "cuda", b, s)
-    assert [(k.pad_tiles, k.k_split) for k in got] == [(True, 128), (True, 112)]
+    assert [(k.pad_tiles, k.k_split, k.cache_a) for k in got] == [(True, 128, "local"), (True, 112, "local"),
+                                                                  (True, 112, "shared")]
     assert set(got) <= set(tune.first_choices("conv1d", "cuda", s)[:8])
     big = {"M": (1 << 20) - 1023, "N": 1024}      # 2^20 outputs, 1024 taps: best's tiles divide
     assert padded("conv1d", "cuda", preset("conv1d", "cuda", "best", big), big) == []
