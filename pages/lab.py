@@ -623,7 +623,7 @@ def sass_tab(v: View) -> None:
         st.caption("The SASS's execution counts are still being emulated; the listing follows.")
         c = None
     table, listing = L.sass_table(*v.key[:3], c is not None and "error" not in c.machine)
-    st.caption(L.mix_caption(L.sass_mix(*v.key[:3])))
+    st.caption(L.mix_caption(L.sass_mix(*v.key[:3]), v.knobs))
     st.caption("The memory instructions of the compiled kernel (the pinned NVRTC's sm_90 cubin), each with the "
                "tensor its lanes' addresses fall in and the warp instructions executed at full size.")
     st.dataframe(table, hide_index=True, width="stretch",

@@ -196,8 +196,9 @@ def sass_mix(op: str, shape_items: tuple, knobs) -> dict:
     return counted(c.kernels, c.cubin)
 
 
-def mix_caption(m: dict) -> str:
-    """One sentence on the machine code's mix, and what many branches in it mean."""
+def mix_caption(m: dict, knobs=None) -> str:
+    """One sentence on the machine code's mix, and what many branches in it mean (and, where the knobs have
+    pad_tiles off, that it pads them away)."""
     text = (f"The machine code: {m['instructions']:,} instructions, {m['ffma_share']:.0%} of them multiply-adds "
             f"(FFMA), {m['branches']:,} branches.")
     if m["branches"] > 50 and m["ffma_share"] < 0.5:
@@ -205,6 +206,9 @@ def mix_caption(m: dict) -> str:
                  "shape, its multiply-adds run under them and operands cannot stay in registers across them; tiles "
                  "that divide the shape leave a handful (the README's conv1d at 255347x980: 274 branches and 34% "
                  "multiply-adds, 4 and 70% with dividing tiles).")
+        if getattr(knobs, "pad_tiles", True) is False:
+            text += (" pad_tiles=true pads the tiles to whole ones instead: zeros are read beyond the edges and only "
+                     "the copies and the write-back test bounds (there: 4 branches, 57% multiply-adds).")
     return text
 
 

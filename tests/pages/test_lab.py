@@ -174,6 +174,10 @@ def test_the_sass_tab_says_what_share_of_the_machine_code_multiplies_and_what_ma
                            f"multiply-adds (FFMA), {m['branches']:,} branches.") and "bounds tests" in text
     divided = L.sass_mix("conv1d", tuple(s.items()), exact_tiles("conv1d", "cuda", b, s)[0])
     assert divided["branches"] < 10 and "bounds tests" not in L.mix_caption(divided)
+    # with best's knobs the caption points to pad_tiles, whose figures are the padded cubin's
+    assert "pad_tiles=true pads the tiles" in L.mix_caption(m, b) and "pad_tiles" not in text
+    padded = L.sass_mix("conv1d", tuple(s.items()), dataclasses.replace(b, pad_tiles=True))
+    assert f"there: {padded['branches']} branches, {padded['ffma_share']:.0%} multiply-adds" in L.mix_caption(m, b)
 
 
 def test_the_sass_tab_opens_with_the_machine_codes_mix(lab):
