@@ -1,4 +1,5 @@
 """The Lab page through streamlit.testing: every operator x target, knobs, validation, compile & run."""
+import dataclasses
 import time
 
 import pytest
