@@ -555,14 +555,20 @@ def rounds(shapes: list[dict], n_rounds: int = 10, base: str | None = None, vari
 # ------------------------------------------------------------------ mix: the machine code, no GPU
 def mix_variants(variants: list[str], shapes: list[dict], over: str = "best", op: str = OP) -> dict:
     """Each variant's static instruction mix at each shape (kernels.sass.mix: the cubin the GPU would run,
-    compiled here)."""
+    compiled here); a variant whose knobs do not fit a shape is recorded there with the sentence that says why,
+    as `time` records one that fails."""
     from kernels.sass.mix import mix
-    from kernels.knobs import knobs_text
+    from kernels.knobs import KnobError, knobs_text
     doc = {"op": op, "over": over, "shapes": []}
     for s in shapes:
         row = {"shape": s, "runs": {}}
         for name, spec in (parse(v) for v in variants):
-            k = knobs_of(name, spec, s, over, op)
+            try:
+                k = knobs_of(name, spec, s, over, op)
+            except KnobError as e:
+                row["runs"][name] = {"error": str(e)}
+                log(s, name, "does not fit:", str(e))
+                continue
             row["runs"][name] = {"knobs": knobs_text(k), **mix(op, s, k)}
         doc["shapes"].append(row)
     return doc

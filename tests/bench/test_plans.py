@@ -418,6 +418,12 @@ def test_the_instruction_mix_takes_variants_or_measured_settings_and_says_which_
     assert p.returncode == 0, p.stderr
     run = json.loads(p.stdout)["shapes"][0]["runs"]["best"]
     assert run["ffma"] > 0 and 0 < run["ffma_share"] < 1 and run["instructions"] > run["ffma"]
+    # a variant that does not fit one shape is recorded there with its sentence; the others are still counted
+    doc = variants.mix_variants(["best", "k112=k_split=112"], [{"M": 1000, "N": 24}, {"M": 1000, "N": 200}],
+                                "best", "conv1d")
+    small, big = (r["runs"] for r in doc["shapes"])
+    assert "k_split=112 is larger than N=24" in small["k112"]["error"] and small["best"]["ffma"] > 0
+    assert big["k112"]["knobs"].count("k_split=112") == 1 and big["k112"]["ffma"] > 0
     got = variants.measured_rows([str(ROOT / "data" / "h200_bench.json")], "conv1d", {"M": 1048576, "N": 1024})
     assert len(got) > 10 and all(ms > 0 for ms in got.values())
     assert variants.measured_rows([str(ROOT / "data" / "h200_bench.json")], "conv1d", {"M": 7, "N": 3}) == {}
