@@ -111,6 +111,9 @@ class Plan:
     kblocks: int = 1                          # blocks sharing one output's reduction, partial sums added after (CUDA)
     separate: tuple[str, ...] = ()            # intermediates computed by a kernel of their own into global memory,
                                               # then cached by the reader like an input (CUDA)
+    unaligned: tuple[str, ...] = ()           # tensors whose rows do not start on `vector` boundaries: their copies
+                                              # and stores stay one float wide (CUDA GEMM: A where K, B and C where N
+                                              # is not a multiple of vector)
 
 
 # rows of a transposed shared tile: a stride of 4 (mod 32) floats (storage_align(factor, offset) in
@@ -244,7 +247,9 @@ class GemmCuda:
                     interleave=self.interleaved(), pad_rows=row_pad(self.k_split, warp_rows(self)),
                     min_blocks=self.min_blocks, group_rows=self.group_m, one_barrier=self.one_barrier,
                     transposed=("A",) if self.transpose_a and "shared" in self.cache_a else (),
-                    pad=self.pad_tiles, kblocks=self.k_blocks)
+                    pad=self.pad_tiles, kblocks=self.k_blocks,
+                    unaligned=tuple(t for t, row in (("A", s["K"]), ("B", s["N"]), ("C", s["N"]))
+                                    if self.vector > 1 and row % self.vector))
 
 
 @dataclass(frozen=True)
@@ -1089,9 +1094,10 @@ def _vector_problems(k, s: Shape) -> list[str]:
     if getattr(k, p) % v:
         out.append(f"vector={v} needs {p} to be a multiple of {v} (it is {getattr(k, p)}); "
                    f"use vector={_largest_divisor(getattr(k, p), v)} or a wider patch.")
-    if isinstance(k, (GemmCuda,)) and (s["N"] % v or s["K"] % v):
-        out.append(f"vector={v} needs K and N divisible by {v} so every row starts on a {4 * v}-byte boundary "
-                   f"(K={s['K']}, N={s['N']}); use vector=1.")
+    if isinstance(k, GemmCuda):
+        if s["N"] % v and s["K"] % v:
+            out.append(f"vector={v} needs K or N divisible by {v} (A's rows are K floats, B's and C's N) so that "
+                       f"some rows start on a {4 * v}-byte boundary (K={s['K']}, N={s['N']}); use vector=1.")
     elif "cuda" in type(k).__name__.lower() and n % v:
         out.append(f"vector={v} needs {label} divisible by {v} so every row starts on a {4 * v}-byte boundary "
                    f"({label}={n}); use vector=1.")

@@ -347,6 +347,32 @@ def test_readme_conv1d_padding_predictions_come_from_the_data():
     assert "at 854625x782 only a k tile that pads the 782 taps whole (112) does that" in text
 
 
+def test_readme_gemm_alignment_figures_come_from_the_data():
+    """The row-alignment paragraph: ours against cuBLAS over the held-out GEMM shapes of the H100 batches, split
+    by whether K and N are multiples of 4, and the machine code's predictions (data/cpu_gemm_align_mix.json)."""
+    import json
+    text = " ".join((ROOT / "README.md").read_text().split())
+    rows = []
+    for f in sorted((ROOT / "data").glob("h100_suite*.json")):
+        for st in json.loads(f.read_text())["steps"]:
+            out = st["output"]
+            for r in out if isinstance(out, list) else [out]:
+                if isinstance(r, dict) and r.get("op") == "gemm" and r.get("draw") is not None \
+                        and r["ours"].get("ok") and r.get("vendor_ms"):
+                    s = r["shape"]
+                    rows.append((s["K"] % 4 == 0 and s["N"] % 4 == 0, r["vendor_ms"] / r["ours"]["median_ms"]))
+    al, un = [x for a, x in rows if a], [x for a, x in rows if not a]
+    assert (f"Over the {len(rows)} held-out GEMM shapes of the H100 batches (every tuner since the first), ours "
+            f"against cuBLAS is {_gm(al)} in geometric mean where K and N are multiples of 4 ({len(al)} shapes) and "
+            f"{_gm(un)} where not ({len(un)})") in text
+    shapes = json.loads((ROOT / "data" / "cpu_gemm_align_mix.json").read_text())["steps"][0]["output"]["shapes"]
+    pairs = [(r["runs"]["narrow"]["ffma_share"], r["runs"]["best"]["ffma_share"]) for r in shapes]
+    assert all(b > a for a, b in pairs) and len(pairs) == 11
+    assert (f"rises at all eleven, by {min(b - a for a, b in pairs) * 100:.0f} to {max(b - a for a, b in pairs) * 100:.0f} "
+            f"points (from {min(a for a, _ in pairs) * 100:.0f}-{max(a for a, _ in pairs) * 100:.0f}% to "
+            f"{min(b for _, b in pairs) * 100:.0f}-{max(b for _, b in pairs) * 100:.0f}%)") in text
+
+
 def test_readme_gemm_instruction_mix_figures_come_from_the_data():
     """The cube bound's machine-code sentence (data/cpu_gemm_mix.json): the mix follows the time over every
     GEMM setting timed at 4096^3, and barely among the fastest."""

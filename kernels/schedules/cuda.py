@@ -190,7 +190,7 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
             sch.compute_at(stage, ro[-1])
             shared_name = sch.get(stage).writes[0].source.name
             fills.append(sch.get(stage).name_hint)
-            vec = plan.vector if (d is None and name not in plan.transposed
+            vec = plan.vector if (d is None and name not in plan.transposed and name not in plan.unaligned
                                   and _fill_vectorizable(sch, stage, depth, threads, plan.vector)) else 1
             _cooperative(sch, stage, depth, threads, vec, steps, f"{name}_shared")
             steps(f"stage {name} in shared memory once per reduction tile: every thread of the block reads the "
@@ -221,7 +221,7 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
             sch.reverse_compute_inline(sch.get_sblock("C"))
         steps("accumulate the output patch in registers (C_local) and write it to global once at the end.")
         inner = sch.get_loops(out)[-1]
-        if plan.vector > 1 and plan.patches[-1] % plan.vector == 0:
+        if plan.vector > 1 and plan.patches[-1] % plan.vector == 0 and "C" not in plan.unaligned:
             _, v = sch.split(inner, [None, plan.vector])
             sch.vectorize(v)
             steps(f"vectorize the patch write-back: {plan.vector} floats per store.")

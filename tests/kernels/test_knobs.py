@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from bench.shapes import course_shapes
+from kernels import build, traffic
 from kernels.knobs import KNOBS, PRESET_NAMES, PRESETS, KnobError, parse_knobs, parse_shape, preset, resolve
 from kernels.ops import OPS
 
@@ -63,9 +64,25 @@ def test_vector_fails_when_patch_cannot_take_it():
     assert msg == "vector=16 needs patch_n to be a multiple of 16 (it is 8); use vector=8 or a wider patch."
 
 
-def test_vector_fails_when_rows_not_aligned():
-    msg = problems("gemm", "cuda", {"M": 1024, "N": 1026, "K": 1024}, "vector=4")
-    assert msg.startswith("vector=4 needs K and N divisible by 4") and msg.endswith("use vector=1.")
+def test_vector_fails_when_no_rows_are_aligned():
+    msg = problems("gemm", "cuda", {"M": 1024, "N": 1026, "K": 1022}, "vector=4")
+    assert msg.startswith("vector=4 needs K or N divisible by 4") and msg.endswith("use vector=1.")
+
+
+@pytest.mark.parametrize("shape, wide", [({"M": 100, "N": 1026, "K": 1024}, ("A",)),
+                                         ({"M": 100, "N": 1024, "K": 1022}, ("B", "C"))])
+def test_vector_widens_the_operands_whose_rows_are_aligned(shape, wide):
+    """GEMM on CUDA: A's rows are K floats, B's and C's N; vector widens the copies of those that start on
+    16-byte boundaries and leaves the others one float wide (before, one unaligned dimension kept them all
+    narrow: at the ninth batch's 192x4463x2304 the cubin's multiply-adds rise from 69% to 73% of its
+    instructions, bench.variants mix)."""
+    from kernels.knobs import resolve
+    k = resolve("gemm", "cuda", shape, None, "cache_a=shared,cache_b=shared,cache_c=local,vector=4")
+    assert set(k.plan(shape).unaligned) == {"A", "B", "C"} - set(wide)
+    src = build.source("gemm", shape, k, "cuda", "cuda")
+    for t, wide_copy in (("A", "*(float4*)(A_shared_ptr"), ("B", "*(float4*)(B_shared_ptr"), ("C", "*(float4*)(C_ptr")):
+        assert (wide_copy in src) == (t in wide), t
+    assert traffic.simulate("gemm", {"M": 10, "N": shape["N"] % 8 + 8, "K": shape["K"] % 8 + 8}, k, "cuda") < 1e-4
 
 
 def test_vector_fails_when_output_row_not_divisible():
