@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from . import isolated
-from .knobs import H200_SMS, KnobError, blocks, exact_tiles, fit, padded, fields_of, knob_class, knobs_text, parse_knobs, \
-    preset, random_valid, spread, validate
+from .knobs import H200_SMS, KnobError, blocks, exact_tiles, fields_of, fit, knob_class, knobs_text, padded, \
+    parse_knobs, preset, random_valid, spread, validate
 
 SLOW = 4.0                      # a candidate this many times slower than the fastest so far is timed once
 PRIOR_POINTS = 3                # measurements before the learned model replaces the roofline prior
