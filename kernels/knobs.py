@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
 from .ops import OPS, Shape
+from .ops.conv1d import padded_taps, pads as conv1d_pads
 
 SCOPES = ("global", "shared", "local", "shared+local")
 STAGE_CPU = ("global", "inline", "compute_at")     # where a CPU intermediate (padding, depthwise result) lives
@@ -788,7 +789,6 @@ def padding_k_tile(taps: int, k_split: int) -> int:
     k tiles adds at most N/8 (ops.conv1d.padded_taps); else the multiple of 8 from k_split/2 to k_split whose
     whole tiles add the fewest zero taps, within N/8 (782 taps: 112, 784 taps; in tiles of 128 the remainder's
     tests stay: 233 branches in the cubin at 854625x782, 5 with 112)."""
-    from .ops.conv1d import padded_taps
     if taps % k_split == 0 or padded_taps(taps, k_split) > taps:
         return k_split
     fits = [d for d in range(max(8, k_split // 2), k_split + 1, 8)
@@ -948,8 +948,8 @@ def fit(k, s: Shape):
         k = replace(k, interleave=False)
     if getattr(k, "pad_tiles", False) and isinstance(k, GemmCpu) and k.k_split > 0:
         k = _balanced_cpu_tiles(k, s)
-    if isinstance(k, Conv1dCuda) and k.pad_tiles and not _conv1d_pads(k, s):       # nothing to pad
-        k = replace(k, pad_tiles=False)
+    if isinstance(k, Conv1dCuda) and k.pad_tiles and not (k.tile > 0 and conv1d_pads(s, k.tile, k.k_split)):
+        k = replace(k, pad_tiles=False)                                             # nothing to pad
     if (getattr(k, "pad_tiles", False) and not isinstance(k, Conv1dCuda) and k.tile_m > 0 and k.tile_n > 0
             and not (s["M"] % k.tile_m or s["N"] % k.tile_n)                    # nothing to pad
             and not (isinstance(k, GemmCpu) and k.k_split > 0 and s["K"] % k.k_split)):
@@ -968,12 +968,6 @@ def fit(k, s: Shape):
             if not _vector_problems(cand, s):
                 return cand
     return k
-
-
-def _conv1d_pads(k: "Conv1dCuda", s: Shape) -> bool:
-    """Whether conv1d's padded definition pads anything: the output to whole tiles, or the taps to whole k tiles."""
-    from .ops.conv1d import padded_taps
-    return k.tile > 0 and ((s["M"] + s["N"] - 1) % k.tile > 0 or padded_taps(s["N"], k.k_split) > s["N"])
 
 
 def _balanced_cpu_tiles(k: "GemmCpu", s: Shape) -> "GemmCpu":

@@ -30,6 +30,11 @@ def padded_taps(N: int, k_split: int) -> int:
     return padded if (padded - N) * 8 <= N else N
 
 
+def pads(s: Shape, tile: int, k_split: int) -> bool:
+    """Whether define_padded pads anything: the outputs to whole tiles, or the taps to whole k tiles."""
+    return (s["M"] + s["N"] - 1) % tile > 0 or padded_taps(s["N"], k_split) > s["N"]
+
+
 def define_padded(s: Shape, tiles: tuple, splits: tuple):
     """The same convolution with the output padded up to whole tiles of tiles[0] (C_pad, whose first M + N - 1
     entries are copied to C) and the taps to padded_taps: A_pad reads zeros beyond the signal's ends, W_pad
@@ -37,11 +42,11 @@ def define_padded(s: Shape, tiles: tuple, splits: tuple):
     The taps are padded at W's end and A_pad gets the same number of extra leading zeros:
     C_pad[i] = Σ_{k < Np} A_pad[i + k] · W_pad[Np - 1 - k], A_pad[x] = A[x - (Np - 1)]."""
     from tvm import te, tirx
+    if not pads(s, tiles[0], splits[0]):
+        return define(s)
     M, N = s["M"], s["N"]
     L = M + N - 1
     Mp, Np = -(-L // tiles[0]) * tiles[0], padded_taps(N, splits[0])
-    if (Mp, Np) == (L, N):
-        return define(s)                # nothing to pad
     zero = tirx.const(0.0, "float32")
     A = te.placeholder((M,), name="A")
     W = te.placeholder((N,), name="W")

@@ -19,14 +19,10 @@ def definition(op: str, shape: Shape, plan=None) -> list:
     """The operator's te tensors; with a CUDA plan that pads to whole tiles (pad_tiles), its padded definition
     where it has one (pad_einsum pads the others in the schedule)."""
     o = OPS[op]
-    if is_padded_definition(op, plan):
+    if (o.define_padded is not None and plan is not None and getattr(plan, "target", None) == "cuda"
+            and getattr(plan, "pad", False)):
         return o.define_padded(shape, plan.tiles, plan.splits)
     return o.define(shape)
-
-
-def is_padded_definition(op: str, plan) -> bool:
-    return (plan is not None and getattr(plan, "target", None) == "cuda" and getattr(plan, "pad", False)
-            and OPS[op].define_padded is not None)
 
 
 def unscheduled(op: str, shape: Shape, plan=None) -> Schedule:
