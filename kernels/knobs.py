@@ -731,6 +731,21 @@ def dwsep_fused_loses(s: Shape) -> bool:
     return dict(s) != DWSEP_FUSED_LEVEL
 
 
+# conv1d on CUDA: best pads its tiles whole (pad_tiles, the operator's padded definition) where the kernel has at
+# least this many multiply-adds (M x N) and its tiles leave a remainder. Measured on an H100 (fitting data,
+# data/h100_conv1d_exact.json, 2026-12-07): best padded against best at the six shapes of step 3, 1.16x-1.53x
+# faster at the five of 22.6 to 314 million multiply-adds, 0.86x at 72037x24 (1.7 million, a 4 us kernel: 4.6 us
+# against 4.0); in the same plan's fresh draw the tuner's winner was best padded, unchanged otherwise, at 1698879x41
+# (1.14x best) and 253952x26 (6.6 million, 1.10x).
+CONV1D_PAD_FROM = 1 << 22
+
+
+def conv1d_pads_whole(s: Shape) -> bool:
+    """Whether best's conv1d on CUDA takes pad_tiles at this shape (where its tiles leave nothing over, fit
+    drops it again)."""
+    return s["M"] * s["N"] >= CONV1D_PAD_FROM
+
+
 def dwsep_small_map_many_channels(s: Shape) -> bool:
     """Whether best's d_kernel schedule takes one image's 8x8 pixels a block (DWSEP_SMALL_MAPS) instead of 2x32
     pixels: maps of at most 14x14 with 256 input channels or more, or with B x F of 4096 or more (many images
@@ -775,13 +790,14 @@ def padded(op: str, target: str, k, shape: dict) -> list:
     and the same with the k tile whose padding leaves no remainder of taps (padding_k_tile) where that differs,
     then that with the signal window staged in shared memory (MetaSchedule's conv1d kernel staged both; at
     255347x980 the padded cubin's multiply-adds are 57% of its instructions with the window in registers, 83%
-    staged); [] elsewhere. Proposals for the tuner, first after best: only their measurement counts."""
-    if (op, target) != ("conv1d", "cuda") or k.pad_tiles or k.k_threads > 1 or k.cache_c != "local":
+    staged); those k does not already have (best pads where conv1d_pads_whole), [] elsewhere. Proposals for
+    the tuner, first after best: only their measurement counts."""
+    if (op, target) != ("conv1d", "cuda") or k.k_threads > 1 or k.cache_c != "local":
         return []
     ks = list(dict.fromkeys((k.k_split, padding_k_tile(shape["N"], k.k_split))))
     out = [fit(replace(k, pad_tiles=True, k_split=d), shape) for d in ks]
     out.append(fit(replace(k, pad_tiles=True, k_split=ks[-1], cache_a="shared", cache_w="shared"), shape))
-    return [p for p in dict.fromkeys(out) if p.pad_tiles and not validate(op, target, p, shape)]
+    return [p for p in dict.fromkeys(out) if p.pad_tiles and p != k and not validate(op, target, p, shape)]
 
 
 def padding_k_tile(taps: int, k_split: int) -> int:
@@ -830,6 +846,7 @@ def exact_tiles(op: str, target: str, k, shape: dict) -> list:
     for i, (p, t) in enumerate(picks):
         local = replace(k, tile=p * t, patch=p, k_split=k_split)
         out += [local, replace(local, cache_a="shared", cache_w="shared")] if i == 0 and fits else [local]
+    out = [fit(x, shape) for x in out]     # a padded k's pad_tiles goes where the tiles now leave nothing over
     return [x for x in dict.fromkeys(out) if x != k and not validate(op, target, x, shape)]
 
 
@@ -1056,7 +1073,10 @@ def preset(op: str, target: str, name: str, s: Shape):
             k = replace(k, **DWSEP_SMALL_MAPS)
             k = next(iter(spread(op, target, fit(k, s), s)), k)     # fewer blocks than SMs: spread them
         return fit(k, s)
-    return fit(cls(**table[name]), s)
+    k = fit(cls(**table[name]), s)
+    if name == "best" and (op, target) == ("conv1d", "cuda") and conv1d_pads_whole(s):
+        k = fit(replace(k, pad_tiles=True), s)
+    return k
 
 
 def fitted(op: str, target: str, text: str, s: Shape):
