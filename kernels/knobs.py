@@ -736,14 +736,16 @@ def dwsep_fused_loses(s: Shape) -> bool:
 # data/h100_conv1d_exact.json, 2026-12-07): best padded against best at the six shapes of step 3, 1.16x-1.53x
 # faster at the five of 22.6 to 314 million multiply-adds, 0.86x at 72037x24 (1.7 million, a 4 us kernel: 4.6 us
 # against 4.0); in the same plan's fresh draw the tuner's winner was best padded, unchanged otherwise, at 1698879x41
-# (1.14x best) and 253952x26 (6.6 million, 1.10x).
+# (1.14x best) and 253952x26 (6.6 million, 1.10x). Not where the k tile divides the taps into two or more whole
+# tiles: there best's cubin has no more bounds tests than padded (2^20 x 1024, the benchmark's shape: 1768
+# instructions, 1024 multiply-adds, 4 branches unpadded, 2 padded; kernels.sass.mix), and its H200 times stand.
 CONV1D_PAD_FROM = 1 << 22
 
 
-def conv1d_pads_whole(s: Shape) -> bool:
-    """Whether best's conv1d on CUDA takes pad_tiles at this shape (where its tiles leave nothing over, fit
-    drops it again)."""
-    return s["M"] * s["N"] >= CONV1D_PAD_FROM
+def conv1d_pads_whole(s: Shape, k) -> bool:
+    """Whether best's conv1d on CUDA (knobs k, fitted) takes pad_tiles at this shape (where its tiles leave
+    nothing over, fit drops it again)."""
+    return s["M"] * s["N"] >= CONV1D_PAD_FROM and not (s["N"] > k.k_split and s["N"] % k.k_split == 0)
 
 
 def dwsep_small_map_many_channels(s: Shape) -> bool:
@@ -1074,7 +1076,7 @@ def preset(op: str, target: str, name: str, s: Shape):
             k = next(iter(spread(op, target, fit(k, s), s)), k)     # fewer blocks than SMs: spread them
         return fit(k, s)
     k = fit(cls(**table[name]), s)
-    if name == "best" and (op, target) == ("conv1d", "cuda") and conv1d_pads_whole(s):
+    if name == "best" and (op, target) == ("conv1d", "cuda") and conv1d_pads_whole(s, k):
         k = fit(replace(k, pad_tiles=True), s)
     return k
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kernels import results, tune
-from kernels.knobs import knobs_text, preset, validate
+from kernels.knobs import fit, knobs_text, preset, validate
 
 S = {"M": 96, "N": 80, "K": 64}
 
@@ -198,6 +198,11 @@ def test_best_pads_conv1d_where_padding_was_measured_faster():
     assert all(preset("conv1d", "cuda", "best", r["shape"]).pad_tiles for r in padded_won)
     # where nothing is left over, nothing pads: 2^20 outputs of tiles of 1024, 1024 taps of 128
     assert not preset("conv1d", "cuda", "best", {"M": (1 << 20) - 1023, "N": 1024}).pad_tiles
+    # nor where the k tiles divide the taps, several of them: the benchmark's shapes keep their measured knobs
+    for s in ({"M": 1 << 20, "N": 1024}, {"M": 65536, "N": 1024}):
+        assert not preset("conv1d", "cuda", "best", s).pad_tiles
+        assert dataclasses.replace(preset("conv1d", "cuda", "best", s), pad_tiles=True) == \
+            fit(dataclasses.replace(preset("conv1d", "cuda", "best", s), pad_tiles=True), s)     # padding would pad
 
 
 def test_the_machine_code_of_dividing_conv1d_tiles_has_no_bounds_tests_in_its_multiply_adds():
