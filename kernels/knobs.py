@@ -112,9 +112,13 @@ class Plan:
     kblocks: int = 1                          # blocks sharing one output's reduction, partial sums added after (CUDA)
     separate: tuple[str, ...] = ()            # intermediates computed by a kernel of their own into global memory,
                                               # then cached by the reader like an input (CUDA)
-    unaligned: tuple[str, ...] = ()           # tensors whose rows do not start on `vector` boundaries: their copies
-                                              # and stores stay one float wide (CUDA GEMM: A where K, B and C where N
-                                              # is not a multiple of vector)
+    widths: tuple[tuple[str, int], ...] = ()  # (tensor, floats a copy or store of it moves) where its rows do not
+                                              # start on `vector` boundaries: the widest that divides its rows
+                                              # (CUDA GEMM: A's rows are K floats, B's and C's N)
+
+    def width(self, tensor: str) -> int:
+        """Floats one copy or store of this tensor moves: `vector`, or less where its rows allow less."""
+        return dict(self.widths).get(tensor, self.vector)
 
 
 # rows of a transposed shared tile: a stride of 4 (mod 32) floats (storage_align(factor, offset) in
@@ -249,8 +253,8 @@ class GemmCuda:
                     min_blocks=self.min_blocks, group_rows=self.group_m, one_barrier=self.one_barrier,
                     transposed=("A",) if self.transpose_a and "shared" in self.cache_a else (),
                     pad=self.pad_tiles, kblocks=self.k_blocks,
-                    unaligned=tuple(t for t, row in (("A", s["K"]), ("B", s["N"]), ("C", s["N"]))
-                                    if self.vector > 1 and row % self.vector))
+                    widths=tuple((t, _largest_divisor(row, self.vector)) for t, row in
+                                 (("A", s["K"]), ("B", s["N"]), ("C", s["N"])) if self.vector > 1 and row % self.vector))
 
 
 @dataclass(frozen=True)

@@ -573,3 +573,24 @@ def test_readme_wider_gemm_copies_and_the_eleventh_and_twelfth_batches_come_from
     assert "median_ms" not in b["metaschedule"] and set(b["metaschedule"]["stages"]["depthwise"]["failed"]) == \
         {"xgb", "mlp", "random"} and all("VerifyGPUCode" in e for e in b["metaschedule"]["stages"]["depthwise"]["failed"].values())
     assert f"failed VerifyGPUCode); ours {b['ours']['vs_vendor']:.2f}x cuDNN" in text
+
+
+def test_readme_gemm_copies_two_floats_wide_predictions_come_from_the_data():
+    """data/cpu_gemm_width2_mix.json: best (each operand as wide as its rows allow) against vector=2 and vector=1
+    in the machine code at the fourteen held-out shapes with one dimension a multiple of 4, the other of 2 only."""
+    import json
+    text = " ".join((ROOT / "README.md").read_text().split())
+    shapes = json.loads((ROOT / "data" / "cpu_gemm_width2_mix.json").read_text())["steps"][0]["output"]["shapes"]
+    assert len(shapes) == 14
+    assert all((s["shape"]["K"] % 4 == 0) != (s["shape"]["N"] % 4 == 0) and s["shape"]["K"] % 2 == s["shape"]["N"] % 2
+               == 0 for s in shapes)
+    share = [{n: 100 * r["ffma_share"] for n, r in s["runs"].items()} for s in shapes]
+    two, one = [x["best"] - x["two"] for x in share], [x["best"] - x["narrow"] for x in share]
+    assert min(two) > 0 and (f"above `vector=2`'s at all fourteen (by {min(two):.1f} to {max(two):.1f} points) and "
+                             f"above `vector=1`'s by {min(one):.1f} to {max(one):.1f} points") in text
+    after = [x["best"] for x in share[:4]]
+    assert f"to {min(after):.1f}-{max(after):.1f}%" in text
+    assert [s["shape"] for s in shapes[:4]] == [{"M": 256, "N": 1258, "K": 4032}, {"M": 706, "N": 3770, "K": 3840},
+                                                {"M": 1460, "N": 6948, "K": 2390}, {"M": 3029, "N": 6040, "K": 186}]
+    note = (ROOT / "bench" / "plans" / "cpu_gemm_width2_mix.toml").read_text()
+    assert "68.5%, 71.3%, 74.2% and 71.0%" in note and "from 68.5-74.2%" in text

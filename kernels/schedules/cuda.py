@@ -190,8 +190,9 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
             sch.compute_at(stage, ro[-1])
             shared_name = sch.get(stage).writes[0].source.name
             fills.append(sch.get(stage).name_hint)
-            vec = plan.vector if (d is None and name not in plan.transposed and name not in plan.unaligned
-                                  and _fill_vectorizable(sch, stage, depth, threads, plan.vector)) else 1
+            w = plan.width(name)
+            vec = w if (d is None and name not in plan.transposed
+                        and _fill_vectorizable(sch, stage, depth, threads, w)) else 1
             _cooperative(sch, stage, depth, threads, vec, steps, f"{name}_shared")
             steps(f"stage {name} in shared memory once per reduction tile: every thread of the block reads the "
                   "tile from shared memory instead of global; barriers separate the fill from the use.")
@@ -221,10 +222,11 @@ def schedule(sch: Schedule, plan: Plan, steps: Steps) -> Schedule:
             sch.reverse_compute_inline(sch.get_sblock("C"))
         steps("accumulate the output patch in registers (C_local) and write it to global once at the end.")
         inner = sch.get_loops(out)[-1]
-        if plan.vector > 1 and plan.patches[-1] % plan.vector == 0 and "C" not in plan.unaligned:
-            _, v = sch.split(inner, [None, plan.vector])
+        w = plan.width("C")
+        if w > 1 and plan.patches[-1] % w == 0:
+            _, v = sch.split(inner, [None, w])
             sch.vectorize(v)
-            steps(f"vectorize the patch write-back: {plan.vector} floats per store.")
+            steps(f"vectorize the patch write-back: {w} floats per store.")
     sch.decompose_reduction(blk, ro[0])
     steps("decompose the reduction: zero the accumulators once before the reduction loops.")
     if plan.pipeline:

@@ -78,10 +78,11 @@ def test_vector_widens_the_operands_whose_rows_are_aligned(shape, wide):
     instructions, bench.variants mix)."""
     from kernels.knobs import resolve
     k = resolve("gemm", "cuda", shape, None, "cache_a=shared,cache_b=shared,cache_c=local,vector=4")
-    assert set(k.plan(shape).unaligned) == {"A", "B", "C"} - set(wide)
+    assert {n for n in "ABC" if k.plan(shape).width(n) == 4} == set(wide)
     src = build.source("gemm", shape, k, "cuda", "cuda")
     for t, wide_copy in (("A", "*(float4*)(A_shared_ptr"), ("B", "*(float4*)(B_shared_ptr"), ("C", "*(float4*)(C_ptr")):
         assert (wide_copy in src) == (t in wide), t
+        assert (wide_copy.replace("float4", "float2") in src) == (t not in wide), t     # 1022, 1026: two floats
     assert traffic.simulate("gemm", {"M": 10, "N": shape["N"] % 8 + 8, "K": shape["K"] % 8 + 8}, k, "cuda") < 1e-4
 
 
