@@ -738,7 +738,7 @@ def dwsep_fused_loses(s: Shape) -> bool:
 # conv1d on CUDA: best pads its tiles whole (pad_tiles, the operator's padded definition) where the kernel has at
 # least this many multiply-adds (M x N) and its tiles leave a remainder. Measured on an H100 (fitting data,
 # data/h100_conv1d_exact.json, 2026-12-07): best padded against best at the six shapes of step 3, 1.16x-1.53x
-# faster at the five of 22.6 to 314 million multiply-adds, 0.86x at 72037x24 (1.7 million, a 4 us kernel: 4.6 us
+# faster at the five of 22.6 to 668 million multiply-adds, 0.86x at 72037x24 (1.7 million, a 4 us kernel: 4.6 us
 # against 4.0); in the same plan's fresh draw the tuner's winner was best padded, unchanged otherwise, at 1698879x41
 # (1.14x best) and 253952x26 (6.6 million, 1.10x). Not where the k tile divides the taps into two or more whole
 # tiles: there best's cubin has no more bounds tests than padded (2^20 x 1024, the benchmark's shape: 1768
