@@ -167,6 +167,9 @@ def test_best_padded_to_whole_tiles_is_proposed_right_after_best_for_conv1d_on_c
     assert [(k.pad_tiles, k.k_split, k.cache_a) for k in padded("conv1d", "cuda", plain, s)] == [
         (True, 128, "local"), (True, 112, "local"), (True, 112, "shared")]
     assert plain in tune.first_choices("conv1d", "cuda", s)     # and best unpadded is measured too
+    s = {"M": 255347, "N": 980}                        # within the first 8, after the dividing tiles
+    assert dataclasses.replace(preset("conv1d", "cuda", "best", s), pad_tiles=False) in \
+        tune.first_choices("conv1d", "cuda", s)[:8]
     big = {"M": (1 << 20) - 1023, "N": 1024}      # 2^20 outputs, 1024 taps: best's tiles divide
     assert padded("conv1d", "cuda", preset("conv1d", "cuda", "best", big), big) == []
     few = {"M": 200, "N": 300}                     # few outputs: best accumulates in global memory
