@@ -491,12 +491,16 @@ def searched_today(op: str, target: str, text: str, shape: dict | None = None) -
     knob (d_kernel took depthwise-separable from 0.40x to 1.1x cuDNN) it can be the faster, so best keeps its
     rules there; where it does not, the winner beat the same best it would beat today."""
     from .knobs import fields_of, knob_class, preset
-    named = {item.partition("=")[0].strip() for item in (text or "").split(",") if item.strip()}
-    missing = set(fields_of(knob_class(op, target)())) - named
+    missing = set(fields_of(knob_class(op, target)())) - _named(text)
     if not missing or shape is None:
         return not missing
     rules, default = preset(op, target, "best", dict(shape)), knob_class(op, target)()
     return all(getattr(rules, n) == getattr(default, n) for n in missing)
+
+
+def _named(text: str | None) -> set[str]:
+    """The knobs a knob text names."""
+    return {item.partition("=")[0].strip() for item in (text or "").split(",") if item.strip()}
 
 
 # The most padding has sped conv1d's best up on CUDA: 1.53x at 230400x1279 (0.0803 ms to 0.0524, H100,
@@ -511,8 +515,8 @@ def stands(r: dict) -> bool:
     o, op, target = r["ours"], r["op"], r.get("target")
     if searched_today(op, target, o["knobs"], r["shape"]):
         return True
-    named = {item.partition("=")[0].strip() for item in o["knobs"].split(",")}
-    return ((op, target) == ("conv1d", "cuda") and "pad_tiles" not in named and bool(o.get("best_preset_ms"))
+    return ((op, target) == ("conv1d", "cuda") and "pad_tiles" not in _named(o["knobs"])
+            and bool(o.get("best_preset_ms"))
             and searched_today(op, target, o["knobs"] + ",pad_tiles=false", r["shape"])
             and o["best_preset_ms"] / o["median_ms"] > CONV1D_PAD_GAIN)
 

@@ -578,9 +578,8 @@ def test_readme_wider_gemm_copies_and_the_eleventh_and_twelfth_batches_come_from
 def test_readme_gemm_copies_two_floats_wide_predictions_come_from_the_data():
     """data/cpu_gemm_width2_mix.json: best (each operand as wide as its rows allow) against vector=2 and vector=1
     in the machine code at the fourteen held-out shapes with one dimension a multiple of 4, the other of 2 only."""
-    import json
     text = " ".join((ROOT / "README.md").read_text().split())
-    shapes = json.loads((ROOT / "data" / "cpu_gemm_width2_mix.json").read_text())["steps"][0]["output"]["shapes"]
+    shapes = _step("cpu_gemm_width2_mix.json", 1)["shapes"]
     assert len(shapes) == 14
     assert all((s["shape"]["K"] % 4 == 0) != (s["shape"]["N"] % 4 == 0) and s["shape"]["K"] % 2 == s["shape"]["N"] % 2
                == 0 for s in shapes)

@@ -64,13 +64,12 @@ def pad_to_tiles(sch: Schedule, blk, plan, steps: Steps, why: str) -> bool:
 def padded_shapes(sch: Schedule, plan) -> dict[str, tuple[int, ...]]:
     """The zero-padded views pad_tiles makes of the tensors (e.g. A_pad), with their shapes, on an unscheduled
     schedule (which this pads); {} where nothing is padded."""
-    blk = sch.get_sblock("C")
-    if producer(sch, "C_pad") is not None:      # the operator's padded definition (conv1d): padded already
-        blk = None
-    if blk is not None and getattr(plan, "kblocks", 1) > 1:     # split-K pads before it splits the reduction
-        from .cuda import split_k_blocks
-        split_k_blocks(sch, blk, plan, lambda _: None)
-    elif blk is not None:
-        pad_to_tiles(sch, blk, plan, lambda _: None, "")
+    if producer(sch, "C_pad") is None:          # else the operator's padded definition (conv1d): padded already
+        blk = sch.get_sblock("C")
+        if getattr(plan, "kblocks", 1) > 1:     # split-K pads before it splits the reduction
+            from .cuda import split_k_blocks
+            split_k_blocks(sch, blk, plan, lambda _: None)
+        else:
+            pad_to_tiles(sch, blk, plan, lambda _: None, "")
     root = sch.get(sch.get_sblock("root"))
     return {b.name: tuple(int(d) for d in b.shape) for b in root.alloc_buffers if b.name.endswith("_pad")}
