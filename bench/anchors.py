@@ -91,9 +91,9 @@ def blas() -> list[dict]:
 
 def timed(op: str, shape: dict, mod, target: str, repeat: int = 7) -> dict:
     from kernels import build
-    ms, spread, rel = build.time_module(op, shape, mod, target, repeat)
+    ms, spread, rel, how = build.time_module(op, shape, mod, target, repeat)
     ok = rel < build.TOLERANCE
-    return {"median_ms": ms if ok else None, "spread_ms": spread, "rel_err": rel, "ok": ok}
+    return {"median_ms": ms if ok else None, "spread_ms": spread, "rel_err": rel, "ok": ok, "timer": how}
 
 
 def ms_target(target: str):

@@ -470,14 +470,14 @@ def time_variants(variants: list[str], shapes: list[dict], over: str = "best", r
             for name, spec in parsed:
                 try:
                     k, extra, _, mod = module(name, spec, s, over, op)
-                    med, spread, rel = build.time_module(op, s, mod, "cuda", repeat)
+                    med, spread, rel, how = build.time_module(op, s, mod, "cuda", repeat)
                 except Exception as e:      # noqa: BLE001 - a variant that fails to build or launch is data too
                     row["runs"][name] = {"error": (str(e).splitlines() or [type(e).__name__])[-1][:300]}
                     log(s, name, "failed:", row["runs"][name]["error"])
                     continue
                 r = {"knobs": knobs_text(k)} if k is not None else {}
                 r.update({x: extra.get(x, EXTRAS[x]) for x in EXTRAS if x in used})
-                r.update(median_ms=med, spread_ms=spread, rel_err=rel, ok=bool(rel < build.TOLERANCE))
+                r.update(median_ms=med, spread_ms=spread, rel_err=rel, ok=bool(rel < build.TOLERANCE), timer=how)
                 row["runs"][name] = r
                 log(s, name, f"{med:.4f} ms", f"{row['reference']['median_ms'] / med:.3f}x", f"rel {rel:.1e}")
             doc["shapes"].append(row)
@@ -497,7 +497,7 @@ def rounds(shapes: list[dict], n_rounds: int = 10, base: str | None = None, vari
     from kernels import build
     from kernels.knobs import knobs_text, parse_knobs, preset, validate, KnobError
     from kernels.ops import OPS
-    doc = header(method=f"{n_rounds} rounds; each round times best (TVM time_evaluator, 7 repeats of >= 10 ms)"
+    doc = header(method=f"{n_rounds} rounds; each round times best (build.kernel_timer, 7 repeats of >= 10 ms)"
                         f"{', then the variant (the same way)' if variant else ''} and then the reference (7 repeats "
                         "of >= 10 ms of back-to-back CUDA graph replays); ratio = reference median / best median of "
                         "the round", shapes=[])
@@ -549,6 +549,47 @@ def rounds(shapes: list[dict], n_rounds: int = 10, base: str | None = None, vari
                      f"{np.median(gain):.4f}x best's speed, faster in {row['variant']['rounds_faster']} of {n_rounds}")
         doc["shapes"].append(row)
         log("x".join(map(str, s.values())), line)
+    return doc
+
+
+# ------------------------------------------------------------------ timers: the two ways of timing, side by side
+def timers(shapes: list[dict], op: str = OP, n_rounds: int = 5) -> dict:
+    """At each shape, best and the vendor library each timed both ways, alternately, n_rounds rounds of one repeat
+    (>= 10 ms of calls) each, in one process: best by CUDA graph replay (build.kernel_timer, how every kernel is
+    timed now) and by TVM's time_evaluator (how every kernel was timed before 2026-12-07); the vendor library by
+    CUDA graphs filled with calls (reference_timer, now) and of one call each (before)."""
+    import numpy as np
+    from kernels import build
+    from kernels.knobs import knobs_text, preset
+    doc = header(method=f"{n_rounds} rounds of one repeat (>= 10 ms of calls) of each way; medians of the rounds",
+                 op=op, shapes=[])
+    for s in shapes:
+        k = preset(op, "cuda", "best", s)
+        _, mod, _ = build.compiled(op, tuple(s.items()), k, "cuda")
+        dev = build._tvm_dev("cuda")
+        rel, args, xs = build.call_verified(op, s, mod, dev, "cuda")
+        how, graph = build.kernel_timer(mod, dev, args)
+        evaluator = build._evaluator(mod, dev, args)
+        sides = {"ours_graph": graph, "ours_time_evaluator": evaluator}
+        for name, fill in (("vendor_graph", True), ("vendor_one_call_graph", False)):
+            ref = build.reference_timer(op, "cuda", xs, fill=fill)
+            if ref is None:
+                raise SystemExit("bench.variants timers compares timings on a CUDA GPU with torch beside TVM, and "
+                                 "this machine has none; run it on the GPU machine (bench/plans name its commands).")
+            n = build._calls_per_repeat(ref[1], ref[2])
+            sides[name] = (lambda fn=ref[1], n=n, sync=ref[2]: build._one_repeat(fn, n, sync))
+        ms: dict[str, list[float]] = {name: [] for name in sides}
+        for _ in range(n_rounds):
+            for name, once in sides.items():
+                ms[name].append(once())
+        med = {name: float(np.median(v)) for name, v in ms.items()}
+        row = {"shape": s, "knobs": knobs_text(k), "rel_err": rel, "ok": rel < build.TOLERANCE, "timer": how,
+               "ours_calls_a_graph": getattr(graph, "calls", None), "reference": ref[0], "ms": ms, "median_ms": med,
+               "vs_vendor_now": med["vendor_graph"] / med["ours_graph"],
+               "vs_vendor_before": med["vendor_one_call_graph"] / med["ours_time_evaluator"]}
+        doc["shapes"].append(row)
+        log("x".join(map(str, s.values())), ", ".join(f"{n} {v * 1e3:.2f} us" for n, v in med.items()),
+            f"vs vendor {row['vs_vendor_before']:.2f}x before, {row['vs_vendor_now']:.2f}x now")
     return doc
 
 
@@ -638,6 +679,11 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--base", help="what stands for best (a VARIANT; default: the best preset at each shape)")
     r.add_argument("--variant", help="NAME=KNOBS: the base with these knobs changed, timed in every round too")
     r.add_argument("--target", default="cuda", choices=("cuda", "cpu"), help="cpu: best on this CPU against numpy")
+    tm = sub.add_parser("timers", help="best and the vendor library each timed both ways (CUDA graphs; TVM's "
+                                       "time_evaluator and one-call graphs, as before 2026-12-07), alternately")
+    tm.add_argument("--op", default=OP, choices=("gemm", "conv1d", "dwconv2d", "dwsep_conv2d"))
+    tm.add_argument("--shapes", required=True, help="the operator's dims in order, x between")
+    tm.add_argument("--rounds", type=int, default=5)
     s = sub.add_parser("source", help="a variant's CUDA source (no GPU needed)")
     s.add_argument("--size", type=int, default=1024)
     s.add_argument("--over", default="best", choices=OVER)
@@ -684,6 +730,8 @@ def main(argv: list[str] | None = None) -> int:
             doc = mix_variants(a.variants, shapes, a.over, op)
     elif a.cmd == "time":
         doc = time_variants(a.variants, shapes, a.over, a.repeat, op)
+    elif a.cmd == "timers":
+        doc = timers(shapes, op, a.rounds)
     else:
         doc = rounds(shapes, a.rounds, a.base, a.variant, a.over, a.target)
     print(json.dumps(doc, indent=1))

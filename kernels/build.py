@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import datetime as _dt
+import contextlib
 import functools
+import math
 import os
 import platform
 import re
 import threading
 import time
 from dataclasses import asdict, dataclass
+from typing import Callable
 
 import numpy as np
 import tvm
@@ -62,6 +65,7 @@ class Result:
     date: str
     versions: str
     note: str = ""              # what the numbers leave out (e.g. a remote server that cannot time the reference)
+    timer: str = ""             # how the kernel was timed (kernel_timer): CUDA graph replay or TVM's time_evaluator
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -239,19 +243,56 @@ def dlight_module(op: str, shape: Shape, target: str = "cuda"):
     return tvm.compile(mod, target=tgt).jit()
 
 
-def time_module(op: str, shape: Shape, mod, target: str, repeat: int = 5) -> tuple[float, float, float]:
-    """(median ms, IQR ms, rel. error) of any compiled module taking the operator's arguments."""
+def time_module(op: str, shape: Shape, mod, target: str, repeat: int = 5) -> tuple[float, float, float, str]:
+    """(median ms, IQR ms, rel. error, how it was timed) of any compiled module taking the operator's arguments."""
     dev = _tvm_dev(target)
     rel, args, _ = call_verified(op, shape, mod, dev, target)
-    times = _time_tvm(mod, dev, args, repeat)
+    how, once = kernel_timer(mod, dev, args)
+    times = [once() for _ in range(repeat)]
     q1, q3 = np.percentile(times, [25, 75])
-    return float(np.median(times)), float(q3 - q1), rel
+    return float(np.median(times)), float(q3 - q1), rel, how
 
 
 def _time_tvm(mod, dev, args, repeat: int) -> list[float]:
-    f = mod.time_evaluator("main", dev, number=1, repeat=repeat, min_repeat_ms=10)
+    once = kernel_timer(mod, dev, args)[1]
+    return [once() for _ in range(repeat)]
+
+
+def kernel_timer(mod, dev, args) -> tuple[str, Callable[[], float]]:
+    """(how, one repeat -> ms per call) for a compiled module called on `args`, warmed up. On a GPU where torch
+    can capture CUDA graphs: the module's calls captured in a graph (its launches on torch's stream through
+    tvm_ffi) and replayed back to back, as the vendor library is timed (reference_timer), so that neither side's
+    time holds a host's launch; TVM's time_evaluator had a floor of about 3.9 us a call on the H100 where the
+    vendor's graph replays went to 3.2. Elsewhere (the CPU, a GPU without torch): TVM's time_evaluator. A repeat
+    is at least 10 ms of calls either way."""
+    if dev.dlpack_device_type() == tvm.cuda(0).dlpack_device_type():
+        torch = _torch()
+        if torch is not None and torch.cuda.is_available():
+            import tvm_ffi
+            main = mod["main"]
+            replay = _graphed(torch, lambda: main(*args), tvm_ffi.use_torch_stream)
+            if replay is not None:
+                n = _calls_per_repeat(replay, torch.cuda.synchronize)
+
+                def once() -> float:
+                    return _one_repeat(replay, n, torch.cuda.synchronize)
+                once.calls = replay.calls               # the module's calls in one graph
+                return GRAPH_TIMER, once
+    return "TVM time_evaluator", _evaluator(mod, dev, args)
+
+
+def _evaluator(mod, dev, args) -> Callable[[], float]:
+    """One repeat (at least 10 ms of calls) of TVM's time_evaluator, warmed up: () -> ms per call."""
+    f = mod.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=10)
     f(*args)                                       # warm-up
-    return [t * 1e3 for t in f(*args).results]
+    return lambda: f(*args).results[0] * 1e3
+
+
+def _time_evaluator_ms(mod, dev, args, repeat: int) -> list[float]:
+    """`repeat` repeats by TVM's time_evaluator alone, as every kernel was timed before kernel_timer (for the
+    comparison of the two, bench.variants timers)."""
+    once = _evaluator(mod, dev, args)
+    return [once() for _ in range(repeat)]
 
 
 def _calls_per_repeat(fn, sync) -> int:
@@ -263,13 +304,14 @@ def _calls_per_repeat(fn, sync) -> int:
 
 
 def _one_repeat(fn, n: int, sync) -> float:
-    """ms per call over n back-to-back calls, synchronized once at the end so launch queues stay full."""
+    """ms per call over n back-to-back calls, synchronized once at the end so launch queues stay full (a graph
+    replay of several calls, _graphed, counts as its `calls`)."""
     sync()
     t0 = time.perf_counter()
     for _ in range(n):
         fn()
     sync()
-    return (time.perf_counter() - t0) / n * 1e3
+    return (time.perf_counter() - t0) / (n * getattr(fn, "calls", 1)) * 1e3
 
 
 def _time_host(fn, repeat: int, sync=lambda: None) -> list[float]:
@@ -284,37 +326,39 @@ def _time_host(fn, repeat: int, sync=lambda: None) -> list[float]:
 SETTLE_S = 0.2
 
 
-def _time_interleaved(mod, dev, args, ref, repeat: int) -> tuple[list[float], list[float] | None]:
-    """Kernel repeats (time_evaluator) and reference repeats (>= 10 ms of back-to-back calls each) alternate,
+def _time_interleaved(mod, dev, args, ref, repeat: int) -> tuple[str, list[float], list[float] | None]:
+    """Kernel repeats (kernel_timer) and reference repeats (>= 10 ms of back-to-back calls each) alternate,
     so load from other processes on the machine, which comes and goes, weighs on both sides of the ratio;
-    on the CPU each side starts after the other's worker threads have gone idle (SETTLE_S)."""
-    f = mod.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=10)
-    f(*args)                                       # warm-up
+    on the CPU each side starts after the other's worker threads have gone idle (SETTLE_S). Also says how the
+    kernel was timed."""
+    how, once = kernel_timer(mod, dev, args)
     if ref is None:
-        return alternate(f, args, None, repeat, settle=False)
+        return (how, *alternate(once, None, repeat, settle=False))
     _, fn, sync = ref
     n = _calls_per_repeat(fn, sync)
-    return alternate(f, args, lambda: _one_repeat(fn, n, sync), repeat,
-                     settle=dev.dlpack_device_type() == tvm.cpu(0).dlpack_device_type())
+    return (how, *alternate(once, lambda: _one_repeat(fn, n, sync), repeat,
+                            settle=dev.dlpack_device_type() == tvm.cpu(0).dlpack_device_type()))
 
 
-def alternate(f, args, reference, repeat: int, settle: bool) -> tuple[list[float], list[float] | None]:
-    """`repeat` kernel repeats of the warmed-up one-repeat time_evaluator `f`, each followed by one repeat of
-    `reference` (() -> ms; None: the kernel alone); `settle` waits SETTLE_S before each side (CPU)."""
+def alternate(once, reference, repeat: int, settle: bool) -> tuple[list[float], list[float] | None]:
+    """`repeat` kernel repeats (once: () -> ms per call), each followed by one repeat of `reference` (() -> ms;
+    None: the kernel alone); `settle` waits SETTLE_S before each side (CPU)."""
     if reference is None:
-        return [t * 1e3 for _ in range(repeat) for t in f(*args).results], None
+        return [once() for _ in range(repeat)], None
     pause = (lambda: time.sleep(SETTLE_S)) if settle else (lambda: None)
     times, ref_times = [], []
     for _ in range(repeat):
         pause()
-        times += [t * 1e3 for t in f(*args).results]
+        times.append(once())
         pause()
         ref_times.append(reference())
     return times, ref_times
 
 
-def reference_timer(op: str, target: str, xs: list[np.ndarray]):
-    """(name, zero-argument callable, sync) for the library the kernel is compared with on this target."""
+def reference_timer(op: str, target: str, xs: list[np.ndarray], fill: bool = True):
+    """(name, zero-argument callable, sync) for the library the kernel is compared with on this target. On a GPU
+    the callable replays a CUDA graph of the library's call; `fill`=False keeps it to one call a graph (and times
+    nothing while building it: a profiler sees only the warm-up and the calls made)."""
     o = OPS[op]
     if target == "cpu":
         name = {"gemm": "numpy matmul (OpenBLAS)", "conv1d": "numpy.convolve"}.get(op, "numpy (float32)")
@@ -338,27 +382,51 @@ def reference_timer(op: str, target: str, xs: list[np.ndarray]):
     else:
         name = "cuDNN (depthwise + pointwise F.conv2d)"
         fn = lambda: F.conv2d(F.conv2d(t[0], t[1], padding=(k - 1) // 2, groups=c), t[2])  # noqa: E731
-    replay = _graphed(torch, fn)
+    replay = _graphed(torch, fn, fill=fill)
     if replay is not None:      # GPU time of the library call, without Python's launch overhead
-        return name + ", CUDA graph replay", replay, torch.cuda.synchronize
+        return f"{name}, {GRAPH_TIMER}", replay, torch.cuda.synchronize
     return name, fn, torch.cuda.synchronize
 
 
-def _graphed(torch, fn):
-    """fn captured in a CUDA graph (after warm-up on a side stream); None when capture is refused."""
+# A graph replayed for a short kernel holds this many ms of its calls (at most GRAPH_CALLS of them), so that the
+# replay's own launch, about 3 us on the H100, is shared by them: the time is the device's time per call.
+GRAPH_FILL_MS = 0.2
+GRAPH_CALLS = 64
+GRAPH_TIMER = "CUDA graph replay"
+
+
+def _graphed(torch, fn, stream=contextlib.nullcontext, fill: bool = True):
+    """A function replaying fn's calls captured in one CUDA graph (after warm-up on a side stream): one call where
+    it lasts GRAPH_FILL_MS or more, else as many back to back as fill GRAPH_FILL_MS (its `calls` attribute says
+    how many; _one_repeat divides by them; with `fill` False always one). `stream` puts launches that are not torch's own on torch's current
+    stream (tvm_ffi.use_torch_stream for a TVM module). None when capture is refused."""
     try:
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
+        with torch.cuda.stream(s), stream():
             for _ in range(3):
                 fn()
         torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            fn()
-        return g.replay
+        replay = _capture(torch, fn, 1, stream)
+        if not fill:
+            return replay
+        one = _one_repeat(replay, _calls_per_repeat(replay, torch.cuda.synchronize), torch.cuda.synchronize)
+        calls = min(GRAPH_CALLS, max(1, math.ceil(GRAPH_FILL_MS / max(one, 1e-6))))
+        return replay if calls == 1 else _capture(torch, fn, calls, stream)
     except Exception:       # noqa: BLE001 - fall back to plain calls, and the name says so
         return None
+
+
+def _capture(torch, fn, calls: int, stream):
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g), stream():
+        for _ in range(calls):
+            fn()
+
+    def replay():
+        g.replay()
+    replay.calls = calls
+    return replay
 
 
 def run(op: str, shape: Shape, knobs, target: str, repeat: int = 5, with_reference: bool = True) -> Result:
@@ -373,13 +441,14 @@ def run(op: str, shape: Shape, knobs, target: str, repeat: int = 5, with_referen
     rel, args, xs = verify(op, shape, knobs, target)
     with DEVICE_LOCKS.setdefault(target, threading.Lock()):
         ref = reference_timer(op, target, xs) if with_reference else None
-        times, ref_times = _time_interleaved(mod, _tvm_dev(target), args, ref, repeat)
+        how, times, ref_times = _time_interleaved(mod, _tvm_dev(target), args, ref, repeat)
     return result(op, shape, knobs, target, device_name(target), rel, times, ref[0] if ref else "", ref_times,
-                  repeat, compile_s)
+                  repeat, compile_s, timer=how)
 
 
 def result(op: str, shape: Shape, knobs, target: str, device: str, rel: float, times: list[float],
-           ref: str | None, ref_times: list[float] | None, repeat: int, compile_s: float, note: str = "") -> Result:
+           ref: str | None, ref_times: list[float] | None, repeat: int, compile_s: float, note: str = "",
+           timer: str = "") -> Result:
     """The Result of one run from its repeats (ms, here or on a remote machine): medians, IQR, rates, ratio."""
     o = OPS[op]
     med = float(np.median(times))
@@ -392,4 +461,5 @@ def result(op: str, shape: Shape, knobs, target: str, device: str, rel: float, t
         rel_err=rel, ok=bool(rel < TOLERANCE), ref=ref, ref_ms=ref_ms,
         vs_ref=(ref_ms / med) if ref_ms else None, compile_s=compile_s,
         date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), versions=versions(), note=note,
+        timer=timer,
     )

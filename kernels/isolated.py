@@ -31,11 +31,11 @@ def judge(op: str, shape: dict, target: str, mod, dev, checked, fastest: float |
         return None, rel, f"wrong result (rel. error {rel:.1e})"
     # calls back to back for at least 10 ms (one call of a slow kernel), as the full timing does: the first call
     # after a pause wakes the thread pool's workers, which can cost a scheduler tick (4 ms)
-    if fastest:
-        once = mod.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=10)(*args).results[0] * 1e3
-        if once > slow * fastest:
-            return once, rel, ""        # far behind the fastest: its one timed call says enough
-    return float(np.median(build._time_tvm(mod, dev, args, repeat))), rel, ""
+    once = build.kernel_timer(mod, dev, args)[1]
+    first = once()
+    if fastest and first > slow * fastest:
+        return first, rel, ""           # far behind the fastest: its one timed repeat says enough
+    return float(np.median([first] + [once() for _ in range(repeat - 1)])), rel, ""
 
 
 def _serve(conn, op: str, shape: dict, target: str, repeat: int, slow: float, err_path: str) -> None:

@@ -248,8 +248,10 @@ def run(op: str, shape: Shape, knobs, target: str, pool: Pool | str, repeat: int
         ref, reference, note = _reference(sess, op, target, shape)
         f = mod.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=10)
         f(*args)                                    # warm-up
-        times, ref_times = build.alternate(f, args, reference, repeat, settle=target == "cpu")
-    return build.result(op, shape, knobs, target, device, rel, times, ref, ref_times, repeat, compile_s, note)
+        times, ref_times = build.alternate(lambda: f(*args).results[0] * 1e3, reference, repeat,
+                                           settle=target == "cpu")
+    return build.result(op, shape, knobs, target, device, rel, times, ref, ref_times, repeat, compile_s, note,
+                        timer="TVM time_evaluator on the server")
 
 
 def device_name(pool: Pool | str, target: str, wait_s: float = 60.0) -> str:

@@ -47,6 +47,7 @@ class Tuned:
     search_s: float
     history: list = field(default_factory=list)      # the trials, in the order they were measured
     servers: list = field(default_factory=list)      # with --rpc: the servers that measured trials
+    timer: str = ""                                  # how the winner's median_ms was timed (build.kernel_timer)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -420,7 +421,7 @@ def tune(op: str, shape: dict, target: str, trials: int = 32, rpc: str | None = 
             results.record(_trial_row(op, shape, target, device, t), preset="", source="tune")
         results.record(r, preset="best", source="tune:winner")
     return Tuned(op, dict(shape), target, device, len(history), winner.knobs, r.median_ms, r.ref, r.ref_ms, r.vs_ref,
-                 time.perf_counter() - t0, history, sorted(getattr(measure, "used", ())))
+                 time.perf_counter() - t0, history, sorted(getattr(measure, "used", ())), r.timer)
 
 
 FINALISTS = 4
