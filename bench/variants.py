@@ -556,7 +556,7 @@ def rounds(shapes: list[dict], n_rounds: int = 10, base: str | None = None, vari
 def timers(shapes: list[dict], op: str = OP, n_rounds: int = 5) -> dict:
     """At each shape, best and the vendor library each timed both ways, alternately, n_rounds rounds of one repeat
     (>= 10 ms of calls) each, in one process: best by CUDA graph replay (build.kernel_timer, how every kernel is
-    timed now) and by TVM's time_evaluator (how every kernel was timed before 2026-12-07); the vendor library by
+    timed now) and by TVM's time_evaluator (how every kernel was timed before 2026-12-07 18:40 UTC); the vendor library by
     CUDA graphs filled with calls (reference_timer, now) and of one call each (before)."""
     import numpy as np
     from kernels import build
