@@ -19,7 +19,7 @@ from tvm.rpc import base
 
 from . import build, lowering
 from .ops import Shape
-from .rpc_server import DEVICE_INFO, REFERENCE_MS, REFERENCE_NAME
+from .rpc_server import DEVICE_INFO, KERNEL_MS, KERNEL_TIMER, REFERENCE_MS, REFERENCE_NAME
 
 ENV = "KERNEL_LAB_RPC"          # HOST:PORT:KEY, used when --rpc is not given
 TRACKER_TIMEOUT_S = 5.0         # to connect to the tracker and hear its answer to a summary
@@ -227,7 +227,8 @@ def run(op: str, shape: Shape, knobs, target: str, pool: Pool | str, repeat: int
         session_s: float = 600.0) -> build.Result:
     """build.run on a server of the pool (a Pool or its HOST:PORT:KEY): compile here for its device; verify there
     against the float64 reference (inputs made here, the output copied back); time the kernel with the server's
-    time_evaluator, alternating with the reference library timed on the server; medians of repeats after warm-up."""
+    own timer (_kernel_timer), alternating with the reference library timed on the server; medians of repeats after
+    warm-up."""
     pool = parse(pool) if isinstance(pool, str) else pool
     if target not in ("cpu", "cuda"):
         raise RemoteError(f"--rpc runs cpu and cuda kernels; the {target} target is simulated here, so leave "
@@ -246,12 +247,23 @@ def run(op: str, shape: Shape, knobs, target: str, pool: Pool | str, repeat: int
     with _faults(pool, addr, sess, session_s):
         rel, args, _ = build.call_verified(op, shape, mod, dev, target)
         ref, reference, note = _reference(sess, op, target, shape)
+        how, once = _kernel_timer(sess, mod, dev, args)
+        times, ref_times = build.alternate(once, reference, repeat, settle=target == "cpu")
+    return build.result(op, shape, knobs, target, device, rel, times, ref, ref_times, repeat, compile_s, note,
+                        timer=how)
+
+
+def _kernel_timer(sess: rpc.RPCSession, mod, dev, args) -> tuple[str, object]:
+    """(how, () -> ms of one repeat) for the loaded module on the server: timed there as a local run times it
+    (kernels.rpc_server.kernel_timer: CUDA graph replay on a GPU with torch, as the server's reference library
+    is), or, on a plain tvm.exec.rpc_server, by its time_evaluator."""
+    try:
+        prepare, ms_of = sess.get_function(KERNEL_TIMER), sess.get_function(KERNEL_MS)
+    except AttributeError:
         f = mod.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=10)
         f(*args)                                    # warm-up
-        times, ref_times = build.alternate(lambda: f(*args).results[0] * 1e3, reference, repeat,
-                                           settle=target == "cpu")
-    return build.result(op, shape, knobs, target, device, rel, times, ref, ref_times, repeat, compile_s, note,
-                        timer="TVM time_evaluator on the server")
+        return "TVM time_evaluator on a plain RPC server", lambda: f(*args).results[0] * 1e3
+    return f"{prepare(mod, *args)} on the server", lambda: ms_of()
 
 
 def device_name(pool: Pool | str, target: str, wait_s: float = 60.0) -> str:

@@ -20,6 +20,8 @@ import numpy as np
 DEVICE_INFO = "kernel_lab.device_info"
 REFERENCE_NAME = "kernel_lab.reference_name"
 REFERENCE_MS = "kernel_lab.reference_ms"
+KERNEL_TIMER = "kernel_lab.kernel_timer"
+KERNEL_MS = "kernel_lab.kernel_ms"
 
 # One reference timer per (op, target, shape) in a session: inputs made, library warmed up and its calls per
 # repeat counted once, so each reference_ms call times repeats and nothing else.
@@ -65,6 +67,33 @@ def reference_ms(op: str, target: str, shape_json: str, repeat: int) -> float:
     return float(np.median([build._one_repeat(fn, n, sync) for _ in range(int(repeat))]))
 
 
+# The session's kernel timer (build.kernel_timer over a module and its arguments on this server): one at a time,
+# as a session times one kernel at a time.
+_KERNEL: list = []
+
+
+def kernel_timer(mod, *args) -> str:
+    """Prepares and warms up the timing of `mod` (a module the client uploaded and loaded) called on `args` (its
+    tensors on this server's device) as a local run times it (build.kernel_timer: CUDA graph replay on a GPU
+    with torch, else TVM's time_evaluator); says how."""
+    from . import build
+    import tvm
+    # the tensors a remote call receives are views for that call only: the timer keeps copies of its own
+    own = [tvm.runtime.empty(a.shape, a.dtype, a.device) for a in args]
+    for o, a in zip(own, args):
+        o.copyfrom(a)
+    how, once = build.kernel_timer(mod, own[0].device, own)
+    _KERNEL[:] = [once, own]
+    return how
+
+
+def kernel_ms() -> float:
+    """ms per call of one repeat (>= 10 ms of calls) of the kernel kernel_timer prepared."""
+    if not _KERNEL:
+        raise RuntimeError("No kernel is prepared on this server: call kernel_lab.kernel_timer first.")
+    return float(_KERNEL[0]())
+
+
 def register() -> None:
     """Runs in TVM's server process before its listen loop. Each session then starts as a fresh (spawned)
     Python that registers these functions itself (_session): a session forked from the listener, as TVM does
@@ -102,7 +131,8 @@ def _functions() -> None:
     TVM's thread pool, as on a local run."""
     import tvm_ffi
     from . import build  # noqa: F401
-    for name, fn in ((DEVICE_INFO, device_info), (REFERENCE_NAME, reference_name), (REFERENCE_MS, reference_ms)):
+    for name, fn in ((DEVICE_INFO, device_info), (REFERENCE_NAME, reference_name), (REFERENCE_MS, reference_ms),
+                     (KERNEL_TIMER, kernel_timer), (KERNEL_MS, kernel_ms)):
         tvm_ffi.register_global_func(name, fn, override=True)
 
 

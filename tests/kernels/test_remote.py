@@ -108,6 +108,8 @@ def test_run_rpc_gemm_is_the_local_result_with_the_reference_timed_remotely(trac
         assert r[k] == here[k], k
     assert r["ok"] is True and r["rel_err"] < 1e-4 and r["device"].endswith(f"via rpc {KEY}")
     assert r["ref"] == here["ref"] and r["ref_ms"] > 0 and r["vs_ref"] == pytest.approx(r["ref_ms"] / r["median_ms"])
+    # the kernel timed on the server as a local run times it (its module and tensors passed back to it)
+    assert here["timer"] == "TVM time_evaluator" and r["timer"] == "TVM time_evaluator on the server"
     rows = results.load(db)
     assert len(rows) == 1 and rows.iloc[0]["source"] == f"rpc:{KEY}" and rows.iloc[0]["device"] == r["device"]
 
@@ -173,7 +175,7 @@ def test_plain_tvm_server_runs_without_a_reference_ratio(tracker, tmp_path):
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     assert r["ok"] is True and r["ref"] is None and r["ref_ms"] is None and r["vs_ref"] is None
-    assert "kernels.rpc_server" in r["note"]
+    assert "kernels.rpc_server" in r["note"] and r["timer"] == "TVM time_evaluator on a plain RPC server"
 
 
 def test_run_fails_when_the_tracker_is_down(tmp_path):
