@@ -12,7 +12,7 @@ import pandas as pd
 
 ENV = "KERNEL_LAB_DB"
 COLUMNS = ("date", "device", "target", "op", "shape", "knobs", "preset", "median_ms", "spread_ms", "repeats",
-           "gflops", "gbps", "rel_err", "ok", "ref", "ref_ms", "vs_ref", "compile_s", "versions", "source")
+           "gflops", "gbps", "rel_err", "ok", "ref", "ref_ms", "vs_ref", "compile_s", "versions", "source", "timer")
 
 
 def default_path() -> Path:
@@ -28,7 +28,21 @@ def _connect(path: Path | None = None) -> sqlite3.Connection:
     con = sqlite3.connect(path, timeout=60, isolation_level=None)     # writers wait up to 60 s for the lock
     _wal(con)
     con.execute(f"CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, {', '.join(COLUMNS)})")
+    _add_columns(con)
     return con
+
+
+def _add_columns(con: sqlite3.Connection) -> None:
+    """A store written before a column existed (timer) gets it, empty in its old rows; two processes adding it at
+    once both succeed."""
+    have = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
+    for c in COLUMNS:
+        if c not in have:
+            try:
+                con.execute(f"ALTER TABLE runs ADD COLUMN {c}")
+            except sqlite3.OperationalError as e:
+                if "duplicate column" not in str(e):
+                    raise
 
 
 def _wal(con: sqlite3.Connection, seconds: float = 60.0) -> None:

@@ -33,6 +33,23 @@ def test_record_load_round_trip(tmp_path):
     assert bool(got["ok"]) and got["preset"] == "best" and got["source"] == "test"
 
 
+def test_a_store_written_before_the_timer_column_gains_it_and_keeps_its_rows(tmp_path):
+    import sqlite3
+    db = tmp_path / "old.sqlite"
+    old = [c for c in results.COLUMNS if c != "timer"]
+    con = sqlite3.connect(db)
+    con.execute(f"CREATE TABLE runs (id INTEGER PRIMARY KEY, {', '.join(old)})")
+    con.execute(f"INSERT INTO runs ({', '.join(old)}) VALUES ({', '.join('?' * len(old))})",
+                [(lambda v: json.dumps(v) if isinstance(v, dict) else v)((row(1) | {"preset": "", "source": "x"})[c])
+                 for c in old])
+    con.commit()
+    con.close()
+    results.record(row(2) | {"timer": "CUDA graph replay"}, source="test", path=db)
+    df = results.load(db)
+    assert len(df) == 2 and df["median_ms"].tolist() == [1.5, 2.5]
+    assert df["timer"].isna().iloc[0] and df["timer"].iloc[1] == "CUDA graph replay"
+
+
 def test_load_of_missing_store_is_empty(tmp_path):
     df = results.load(tmp_path / "none.sqlite")
     assert df.empty and list(df.columns) == list(results.COLUMNS)
