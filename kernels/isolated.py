@@ -46,6 +46,8 @@ def _serve(conn, op: str, shape: dict, target: str, repeat: int, slow: float, er
     from . import build
     try:            # inputs drawn for this search, one float64 reference for all, before any candidate's clock
         dev, checked = build._tvm_dev(target), build.fresh_check(op, shape, target)
+        if target == "cuda":
+            build._torch()              # imported now, not in the first candidate's TIMEOUT_S (kernel_timer's graphs)
     except Exception as e:              # noqa: BLE001 - said once, as every candidate's failed trial
         text = str(e).strip().splitlines()
         conn.send(f"the search's inputs could not be prepared: {text[-1][:200] if text else type(e).__name__}")
