@@ -449,7 +449,7 @@ def kernel_section(v: View) -> dict | None:
             m[3].metric(f"vs {r.ref or 'reference'}", f"{r.vs_ref:.2f}x" if r.vs_ref else "n/a",
                         help="reference time / kernel time, both timed on the server")
             st.caption(f"{r.device} · {r.versions} · {r.date} · recorded in the results store" +
-                       (f" · {r.note}" if r.note else ""))
+                       (f" · kernel timed by {r.timer}" if r.timer else "") + (f" · {r.note}" if r.note else ""))
         return None
     if v.why_not:
         st.button("Compile & run", disabled=True, help=v.why_not, key="lab_run_disabled")
@@ -531,7 +531,7 @@ def kernel_section(v: View) -> dict | None:
             m[6].metric(f"vs {r.ref or 'reference'}", f"{r.vs_ref:.2f}x" if r.vs_ref else "n/a",
                         help="reference time / kernel time: above 1 the kernel is faster")
             st.caption(f"{r.device} · {r.versions} · compiled in {r.compile_s:.2f} s · {r.date} · "
-                       "recorded in the results store")
+                       "recorded in the results store" + (f" · kernel timed by {r.timer}" if r.timer else ""))
     return got
 
 

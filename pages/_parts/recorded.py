@@ -83,7 +83,8 @@ def store_runs(df: pd.DataFrame) -> pd.DataFrame:
         "name": df["preset"].fillna("").replace("", "custom knobs"), "median_ms": df["median_ms"],
         "spread_ms": df["spread_ms"], "ok": df["ok"], "rel_err": df["rel_err"], "gflops": df["gflops"],
         "gbps": df["gbps"], "reference": df["ref"], "ref_ms": df["ref_ms"], "vs_ref": df["vs_ref"],
-        "reference_timing": "timed in the same process, interleaved with the kernel", "knobs": df["knobs"],
+        "reference_timing": "timed in the same process, interleaved with the kernel" +
+                            df["timer"].fillna("").map(lambda t: f" (kernel: {t})" if t else ""), "knobs": df["knobs"],
         "source": "results store (" + df["source"].astype(str) + ")", "error": None})
     return _finish(out)
 

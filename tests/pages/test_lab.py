@@ -74,6 +74,7 @@ def test_compile_and_run_on_cpu_shows_ok_and_a_time(lab):
         lab.run()
         metrics = {m.label: m.value for m in lab.metric}
     assert metrics["vs baseline"].endswith("x") and metrics["vs naive"].endswith("x")
+    assert any("kernel timed by TVM time_evaluator" in c.value for c in lab.caption)     # says how it was timed
     roof = lab.get("plotly_chart")[-1].proto.spec
     assert '"measured"' in roof                        # the timed kernel is on the roofline
 
@@ -89,6 +90,7 @@ def test_the_run_is_recorded_in_the_results_store(lab):
             break
         time.sleep(0.5)
     assert {"seed", "baseline", "naive"} <= set(df["preset"]) and (df["op"] == "gemm").all()
+    assert (df["timer"] == "TVM time_evaluator").all()                  # how each was timed, stored with it
 
 
 def test_a_slow_full_size_count_does_not_hold_the_page(lab, monkeypatch):
