@@ -593,3 +593,69 @@ def test_readme_gemm_copies_two_floats_wide_predictions_come_from_the_data():
                                                 {"M": 1460, "N": 6948, "K": 2390}, {"M": 3029, "N": 6040, "K": 186}]
     note = (ROOT / "bench" / "plans" / "cpu_gemm_width2_mix.toml").read_text()
     assert "68.5%, 71.3%, 74.2% and 71.0%" in note and "from 68.5-74.2%" in text
+
+
+def test_readme_gemm_copies_two_floats_wide_timed_come_from_the_data():
+    """data/h100_gemm_width2.json step 1: best against vector=2, vector=1 and cuBLAS at the fourteen shapes."""
+    text = " ".join((ROOT / "README.md").read_text().split())
+    shapes = _step("h100_gemm_width2.json", 1)["shapes"]
+    assert len(shapes) == 14 and all(s["runs"]["best"]["timer"] == "CUDA graph replay" for s in shapes)
+    ms = [{n: r["median_ms"] for n, r in s["runs"].items()} for s in shapes]
+    two, one = [m["two"] / m["best"] for m in ms], [m["narrow"] / m["best"] for m in ms]
+    won, level = [g for g in two if g > 1], [g for g in two if g <= 1]
+    assert (f"`best` faster than `vector=2` at {len(won)} of the 14 ({min(won):.2f}x to {max(won):.2f}x) and "
+            f"level at three ({min(level):.3f}x to {max(level):.3f}x)") in text and len(level) == 3 and min(level) > 0.99
+    assert min(one) > 1 and f"faster than `vector=1` at all 14 ({min(one):.2f}x to {max(one):.2f}x)" in text
+    vs = {n: [s["reference"]["median_ms"] / m[n] for s, m in zip(shapes, ms)] for n in ("best", "two", "narrow")}
+    low = min(range(14), key=lambda i: vs["best"][i])
+    assert (f"against cuBLAS {_gm(vs['best'])} in geometric mean (`vector=2` {_gm(vs['two'])}, `vector=1` "
+            f"{_gm(vs['narrow'])}), {sum(v >= 1 for v in vs['best'])} of 14 at or above, lowest "
+            f"{vs['best'][low]:.2f}x ({'x'.join(map(str, shapes[low]['shape'].values()))}, a 5 us kernel)") in text
+    assert 4e-3 < ms[low]["best"] < 6e-3
+    assert f"the times agree at {len(won)}, and at the other three `best` is under 1% slower" in text
+
+
+def test_readme_timing_both_sides_alike_figures_come_from_the_data():
+    """data/h100_graph_timer.json: best and the library each timed by CUDA graph replay and the old way."""
+    text = " ".join((ROOT / "README.md").read_text().split())
+    rows = {"x".join(map(str, r["shape"].values())): r for st in _plan_steps("h100_graph_timer.json")
+            for r in st["shapes"]}
+    assert all(r["timer"] == "CUDA graph replay" and r["ok"] for r in rows.values())
+    m = {k: r["median_ms"] for k, r in rows.items()}
+    long = [k for k, v in m.items() if v["ours_graph"] >= 0.09]
+    assert len(long) == 4
+    ours = max(abs(m[k]["ours_graph"] / m[k]["ours_time_evaluator"] - 1) for k in long)
+    lib = max(abs(m[k]["vendor_graph"] / m[k]["vendor_one_call_graph"] - 1) for k in long)
+    assert ours < 0.011 and lib < 0.005 and "agree within 1.1% for ours" in text and "0.5% for the library" in text
+    g = m["2048x2048x2048"]
+    assert f"GEMM 2048^3 {g['ours_graph']:.4f} ms by graph, {g['ours_time_evaluator']:.4f} by `time_evaluator`" in text
+    short = [k for k in m if k not in long and m[k]["ours_graph"] < 0.004]
+    ev = [m[k]["ours_time_evaluator"] * 1e3 for k in short]
+    lib_short = [k for k in short if m[k]["vendor_one_call_graph"] < 0.01]      # the library's few-us kernels too
+    one = [m[k]["vendor_one_call_graph"] * 1e3 for k in lib_short]
+    og = [m[k]["ours_graph"] * 1e3 for k in short]
+    vg = [m[k]["vendor_graph"] * 1e3 for k in lib_short]
+    assert (f"ours by `time_evaluator` {min(ev):.1f} to {max(ev):.1f} us, the library's one-call graphs "
+            f"{min(one):.1f} to {max(one):.1f} us, where graphs filled with calls give ours {min(og):.2f} to "
+            f"{max(og):.1f} us and the library's {min(vg):.1f} to {max(vg):.1f}") in text
+    tenth = ["4096x4", "2048x3", "6144x4", "23998x6", "35840x10", "51200x26"]
+    now = [rows[k]["vs_vendor_now"] for k in tenth]
+    assert min(now) > 1 and f"`best` runs at {min(now):.2f}x to {max(now):.2f}x cuDNN at six conv1d shapes" in text
+    assert all(f"{k} {rows[k]['vs_vendor_now']:.2f}x" in text for k in tenth[:3])
+    below = {(r["shape"]["M"], r["shape"]["N"]) for r in _rows(["h100_conv1d_exact.json"], "conv1d")
+             if r["ours"]["vs_vendor"] < 1}
+    assert {tuple(map(int, k.split("x"))) for k in tenth} <= below
+    for k, before, after in (("256x375x158", "0.60x", "0.96x"), ("64x64x64", "1.00x", "0.90x")):
+        assert (f"{rows[k]['vs_vendor_before']:.2f}x", f"{rows[k]['vs_vendor_now']:.2f}x") == (before, after)
+    assert f"from {rows['256x375x158']['vs_vendor_before']:.2f}x to {rows['256x375x158']['vs_vendor_now']:.2f}x" in text
+    r = rows["760x1325x91"]
+    assert f"{r['vs_vendor_before']:.2f}" == f"{r['vs_vendor_now']:.2f}" and f"760x1325x91 stays {r['vs_vendor_now']:.2f}x" in text
+    for k, name in (("1x5x128x128x3", "(1x5x128x128, K=3) goes from"), ("1024x1024", "conv1d 1024x1024 from"),
+                    ("1x32x14x14x3x64", "(1x32x14x14, K=3, F=64) from")):
+        b, a = rows[k]["vs_vendor_before"], rows[k]["vs_vendor_now"]
+        assert f"{name} {b:.{1 if b >= 10 else 2}f}x to {a:.{1 if a >= 10 else 2}f}x" in text, k
+
+
+def _plan_steps(name: str) -> list:
+    import json
+    return [st["output"] for st in json.loads((ROOT / "data" / name).read_text())["steps"]]
