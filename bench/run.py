@@ -4,6 +4,9 @@ device, the date and the command.
 
     python -m bench.run PLAN [--steps 1,3] [--out DIR]    run a plan (NAME or path); the data file is written
                                                           under the repository (and a copy under DIR)
+        [--deadline-s S]                                  stop a step early so that all ends within S seconds
+                                                          (a device call's limit): what the step printed by then
+                                                          is recorded, and later steps are not started
     python -m bench.run PLAN --print                      the command line to give the device tool
     python -m bench.run --list                            the plans, one line each, and what is wrong with any
 
@@ -149,6 +152,9 @@ def device_calls(plan: dict) -> str:
             f"  1. carry {q(CARRY_FIRST)}, command: bash .tvmslim/install.sh\n"
             f"  2. carry {q(CARRY_SECOND)}, the command above;\n"
             f"  a later call on the same warm machine carries {q(CARRY_WARM)}.\n"
+            f" Give the call's timeout_s to --deadline-s as well (less the install's half a minute on a fresh machine):"
+            f" a step still running then is stopped and what it printed comes back, where the call's own limit would"
+            f" return nothing.\n"
             f" Then copy files_at/{plan['data']} to {plan['data']}, before the call of another step: a call of some "
             f"steps keeps the other steps' runs that the file it finds holds.)")
 
@@ -190,8 +196,19 @@ def device_name(device: str) -> str:
         return f"{device} (name unknown: {type(e).__name__})"
 
 
-def run(plan: dict, steps: list[int] | None = None, out: Path | None = None, echo=print) -> dict:
-    """Run the plan's steps (all, or those numbered), writing the data file after each, and return its content."""
+# what a deadline keeps back for writing the data file after a step it stopped
+DEADLINE_MARGIN_S = 10.0
+
+
+def run(plan: dict, steps: list[int] | None = None, out: Path | None = None, echo=print,
+        deadline_s: float | None = None) -> dict:
+    """Run the plan's steps (all, or those numbered), writing the data file after each, and return its content.
+    With `deadline_s`, a step that would run past it (less DEADLINE_MARGIN_S) is stopped there, what it printed
+    so far recorded (a suite's rows up to then), and the steps after it are not started."""
+    t_run = time.perf_counter()
+
+    def left() -> float | None:
+        return None if deadline_s is None else deadline_s - DEADLINE_MARGIN_S - (time.perf_counter() - t_run)
     scratch = Path(tempfile.mkdtemp(prefix="plan-"))
     doc = {"title": plan["title"], "plan": rel(plan["path"]), "device": device_name(plan["device"]),
            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -222,6 +239,9 @@ def run(plan: dict, steps: list[int] | None = None, out: Path | None = None, ech
             for e in s.get("each", [{}]):
                 cmd = fill(s["cmd"], out=scratch, **e)
                 name = fill(s.get("name", f"step {n}"), **e)
+                if left() is not None and left() < 1:
+                    echo(f"[{n}] {name}: not started, the deadline ({deadline_s:.0f} s) is reached", flush=True)
+                    continue
                 echo(f"[{n}] {name}: {cmd}", flush=True)
                 if s.get("background"):
                     log = scratch / f"background-{n}.log"
@@ -234,7 +254,7 @@ def run(plan: dict, steps: list[int] | None = None, out: Path | None = None, ech
                                              "seconds": float(s.get("wait_s", 3)), "output": None, "stderr": tail})
                         echo(f"    it exited (rc {servers[-1].returncode}): {tail.splitlines()[-1] if tail else ''}")
                     continue
-                doc["steps"].append(_one(n, name, cmd, e, s, env, scratch, echo))
+                doc["steps"].append(_one(n, name, cmd, e, s, env, scratch, echo, left()))
                 _write(plan, doc, out)
     finally:
         for p in servers:
@@ -248,17 +268,26 @@ def run(plan: dict, steps: list[int] | None = None, out: Path | None = None, ech
     return doc
 
 
-def _one(n: int, name: str, cmd: str, each: dict, s: dict, env: dict, scratch: Path, echo) -> dict:
+def _one(n: int, name: str, cmd: str, each: dict, s: dict, env: dict, scratch: Path, echo,
+         left: float | None = None) -> dict:
     t0 = time.perf_counter()
+    limit = float(s.get("timeout_s", 600))
+    why = f"stopped after {limit:.0f} s"
+    if left is not None and left < limit:
+        limit, why = max(left, 1.0), f"stopped after {max(left, 1.0):.0f} s, at the run's --deadline-s"
+    # its own process group: stopped, the step's children (a tuner's workers) stop with it, and its pipes close
+    p = subprocess.Popen(shlex.split(cmd), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
     try:
-        p = subprocess.run(shlex.split(cmd), cwd=ROOT, env=env, capture_output=True, text=True,
-                           timeout=int(s.get("timeout_s", 600)))
-        rc, stdout, stderr = p.returncode, p.stdout, p.stderr
-    except subprocess.TimeoutExpired as e:
-        def text(b):
-            return (b or b"").decode(errors="replace") if isinstance(b, bytes) else (b or "")
-        rc, stdout = "timeout", text(e.stdout)
-        stderr = text(e.stderr) + f"\nstopped after {s.get('timeout_s', 600)} s"     # where it was, then why it ended
+        stdout, stderr = p.communicate(timeout=limit)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        stdout, stderr = p.communicate()
+        rc, stderr = "timeout", (stderr or "") + f"\n{why}"     # where it was, then why it ended
     rec = {"step": n, "name": name, "cmd": cmd, **({"each": each} if each else {}), "rc": rc,
            "seconds": round(time.perf_counter() - t0, 2)}
     if s.get("file"):
@@ -348,6 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("plan", nargs="?", help="a plan's name under bench/plans, or its path")
     ap.add_argument("--steps", help="only these steps (1-based, comma-separated); background steps always start")
     ap.add_argument("--out", type=Path, help="also copy the data file here (the device tool's $OUT)")
+    ap.add_argument("--deadline-s", type=float, help="end within this many seconds (a device call's limit): the "
+                                                     "step running then is stopped and what it printed recorded")
     ap.add_argument("--print", action="store_true", help="print the command that runs the plan where it belongs")
     ap.add_argument("--list", action="store_true", help="list the plans")
     a = ap.parse_args(argv)
@@ -374,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     except (PlanError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    doc = run(plan, steps, a.out)
+    doc = run(plan, steps, a.out, deadline_s=a.deadline_s)
     bad = [s["name"] for s in doc["steps"] if s["rc"] != 0]
     print(f"wrote {plan['data']} ({len(doc['steps'])} runs" + (f"; failed: {', '.join(bad)}" if bad else "") + ")")
     return 1 if bad else 0

@@ -95,3 +95,22 @@ def test_the_recorded_files_are_in_the_layout_their_plan_writes():
             assert d["runs"] and all(r["command"].startswith("python -m bench.run") for r in d["runs"]), p.name
         elif rec.startswith("join:"):
             assert isinstance(d[rec[5:]], list) and d[rec[5:]], p.name
+
+
+def test_a_deadline_stops_the_step_keeps_what_it_printed_and_starts_no_later_step(tmp_path, monkeypatch):
+    """--deadline-s: a device call's limit. The step running at the deadline is stopped with its children (a
+    grandchild holding its pipe would otherwise keep the runner waiting), its rows so far are recorded."""
+    import time
+    slow = ("import json, subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; "
+            "time.sleep(120)']); print(json.dumps({'row': 1}), flush=True); time.sleep(120)")
+    steps = f"[[steps]]\nname = 'slow'\ncmd = '''python -c \"{slow}\"'''\n" + printing({"row": 2})
+    plan = plan_in(tmp_path, monkeypatch, "steps", "data/d.json", steps)
+    lines = []
+    t0 = time.perf_counter()
+    doc = run.run(plan, echo=lambda *a, **k: lines.append(" ".join(map(str, a))),
+                  deadline_s=run.DEADLINE_MARGIN_S + 3)
+    assert time.perf_counter() - t0 < 30
+    got = json.loads((tmp_path / "data/d.json").read_text())
+    assert [s["step"] for s in got["steps"]] == [1] and got["steps"][0]["rc"] == "timeout"
+    assert got["steps"][0]["output"] == {"row": 1} and "--deadline-s" in got["steps"][0]["stderr"]
+    assert any("not started, the deadline" in x for x in lines) and doc["steps"][0]["output"] == {"row": 1}
