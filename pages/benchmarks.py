@@ -110,7 +110,8 @@ def provenance() -> None:
     st.dataframe(R.provenance(), hide_index=True, width="stretch")
     st.caption("The first tuning pass timed its references (cuBLAS, cuDNN through torch) as plain back-to-back "
                "calls, without CUDA graphs, so host overhead is in those reference times; the later table replays "
-               "them from a CUDA graph. Kernel times were taken the same way in both (TVM's time_evaluator). "
+               "them from a CUDA graph. Kernel times were taken the same way in both (TVM's time_evaluator); since "
+               "2026-12-07 kernels are replayed from CUDA graphs too (the results store's `timer`). "
                "Runs from this machine's results store are listed with source `results store`.")
 
 
