@@ -569,7 +569,7 @@ def tune_progress(job: dict, trials: int, v: View) -> None:
     if r is not None:
         st.markdown(f"**Winner:** `{r.best_knobs}`: {r.median_ms:.4g} ms"
                     + (f", {r.vs_ref:.2f}x {r.ref}" if r.vs_ref else "") + f" ({r.trials} trials in {r.search_s:.0f} s,"
-                    " every trial in the results store)")
+                    " every trial in the results store" + (f"; timed by {r.timer}" if r.timer else "") + ")")
         st.button("Apply the winner's knobs", key="lab_tune_apply", on_click=apply_knobs,
                   args=(v.op, v.target, r.best_knobs))
 

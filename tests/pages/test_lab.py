@@ -151,7 +151,9 @@ def test_the_tune_panel_shows_progress_and_applies_the_winner(lab):
         time.sleep(0.5)
         lab.run()
     _no_failures(lab)
-    winner = next(m.value for m in lab.markdown if m.value.startswith("**Winner:**")).split("`")[1]
+    said = next(m.value for m in lab.markdown if m.value.startswith("**Winner:**"))
+    winner = said.split("`")[1]
+    assert "timed by TVM time_evaluator" in said
     assert any("Best so far" in (c.proto.spec or "") for c in lab.get("plotly_chart"))
     lab.button(key="lab_tune_apply").click().run()
     _no_failures(lab)
