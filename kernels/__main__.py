@@ -113,7 +113,8 @@ def _print_run(a, shape, r):
         return
     ref = f"; {r.ref}: {r.ref_ms:.4f} ms, kernel is {r.vs_ref:.2f}x its speed" if r.ref_ms else ""
     print(f"{a.op} {shape} on {r.device}: {r.median_ms:.4f} ms (IQR {r.spread_ms:.4f}), {r.gflops:.1f} GFLOP/s, "
-          f"{r.gbps:.1f} GB/s, rel. error {r.rel_err:.2e} {'ok' if r.ok else 'FAILED'}{ref}")
+          f"{r.gbps:.1f} GB/s, rel. error {r.rel_err:.2e} {'ok' if r.ok else 'FAILED'}{ref}"
+          + (f" (kernel timed by {r.timer})" if r.timer else ""))
     if r.note:
         print(r.note)
 

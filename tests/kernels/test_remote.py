@@ -16,7 +16,7 @@ import psutil
 import pytest
 import tornado  # noqa: F401
 
-from kernels import remote, results
+from kernels import build, remote, results
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
@@ -109,7 +109,7 @@ def test_run_rpc_gemm_is_the_local_result_with_the_reference_timed_remotely(trac
     assert r["ok"] is True and r["rel_err"] < 1e-4 and r["device"].endswith(f"via rpc {KEY}")
     assert r["ref"] == here["ref"] and r["ref_ms"] > 0 and r["vs_ref"] == pytest.approx(r["ref_ms"] / r["median_ms"])
     # the kernel timed on the server as a local run times it (its module and tensors passed back to it)
-    assert here["timer"] == "TVM time_evaluator" and r["timer"] == "TVM time_evaluator on the server"
+    assert here["timer"] == build.CPU_TIMER and r["timer"] == f"{build.CPU_TIMER} on the server"
     rows = results.load(db)
     assert len(rows) == 1 and rows.iloc[0]["source"] == f"rpc:{KEY}" and rows.iloc[0]["device"] == r["device"]
 
