@@ -272,6 +272,10 @@ def kernel_timer(mod, dev, args) -> tuple[str, Callable[[], float]]:
 
         def call() -> None:
             main(*args)
+        # after numpy's matmul OpenBLAS's workers spin on the cores for a while, and a parallel kernel's call then
+        # waits a scheduler tick (a held-out CPU batch right after the library's timing: GEMM best 4-8 ms a call,
+        # 0.058 ms settled; data/cpu_suite_alike.json): they go idle first, and every call of a repeat is counted
+        time.sleep(SETTLE_S)
         n = _calls_per_repeat(call, _no_sync)
         return CPU_TIMER, lambda: _one_repeat(call, n, _no_sync)
     if dev.dlpack_device_type() == tvm.cuda(0).dlpack_device_type():
