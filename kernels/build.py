@@ -265,7 +265,7 @@ def kernel_timer(mod, dev, args) -> tuple[str, Callable[[], float]]:
     time holds a host's launch; TVM's time_evaluator had a floor of about 3.9 us a call on the H100 where the
     vendor's graph replays went to 3.2. On this machine's CPU: the module called from Python back to back, as
     numpy is (reference_timer), so that each side's time holds one call from Python (time_evaluator's loop in C++
-    left that out of ours alone: at conv1d 100x7, 0.1 us against numpy's 2.2). Elsewhere (a GPU without torch, a
+    left that out of ours alone: at conv1d 100x7 0.056 us a call, 0.20 from Python, numpy's 2.0). Elsewhere (a GPU without torch, a
     refused capture, a device of an RPC session): TVM's time_evaluator. A repeat is at least 10 ms of calls."""
     if dev.dlpack_device_type() == tvm.cpu(0).dlpack_device_type():
         main = mod["main"]
