@@ -576,8 +576,7 @@ def timers(shapes: list[dict], op: str = OP, n_rounds: int = 5) -> dict:
             if ref is None:
                 raise SystemExit("bench.variants timers compares timings on a CUDA GPU with torch beside TVM, and "
                                  "this machine has none; run it on the GPU machine (bench/plans name its commands).")
-            n = build._calls_per_repeat(ref[1], ref[2])
-            sides[name] = (lambda fn=ref[1], n=n, sync=ref[2]: build._one_repeat(fn, n, sync))
+            sides[name] = build._repeater(ref[1], ref[2])
         ms: dict[str, list[float]] = {name: [] for name in sides}
         for _ in range(n_rounds):
             for name, once in sides.items():

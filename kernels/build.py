@@ -247,15 +247,19 @@ def time_module(op: str, shape: Shape, mod, target: str, repeat: int = 5) -> tup
     """(median ms, IQR ms, rel. error, how it was timed) of any compiled module taking the operator's arguments."""
     dev = _tvm_dev(target)
     rel, args, _ = call_verified(op, shape, mod, dev, target)
-    how, once = kernel_timer(mod, dev, args)
-    times = [once() for _ in range(repeat)]
+    how, times = _timed(mod, dev, args, repeat)
     q1, q3 = np.percentile(times, [25, 75])
     return float(np.median(times)), float(q3 - q1), rel, how
 
 
+def _timed(mod, dev, args, repeat: int) -> tuple[str, list[float]]:
+    """(how, `repeat` repeats by kernel_timer)."""
+    how, once = kernel_timer(mod, dev, args)
+    return how, [once() for _ in range(repeat)]
+
+
 def _time_tvm(mod, dev, args, repeat: int) -> list[float]:
-    once = kernel_timer(mod, dev, args)[1]
-    return [once() for _ in range(repeat)]
+    return _timed(mod, dev, args, repeat)[1]
 
 
 def kernel_timer(mod, dev, args) -> tuple[str, Callable[[], float]]:
@@ -276,8 +280,7 @@ def kernel_timer(mod, dev, args) -> tuple[str, Callable[[], float]]:
         # waits a scheduler tick (a held-out CPU batch right after the library's timing: GEMM best 4-8 ms a call,
         # 0.058 ms settled; data/cpu_suite_alike.json): they go idle first, and every call of a repeat is counted
         time.sleep(SETTLE_S)
-        n = _calls_per_repeat(call, _no_sync)
-        return CPU_TIMER, lambda: _one_repeat(call, n, _no_sync)
+        return CPU_TIMER, _repeater(call, _no_sync)
     if dev.dlpack_device_type() == tvm.cuda(0).dlpack_device_type():
         torch = _torch()
         if torch is not None and torch.cuda.is_available():
@@ -285,12 +288,7 @@ def kernel_timer(mod, dev, args) -> tuple[str, Callable[[], float]]:
             main = mod["main"]
             replay = _graphed(torch, lambda: main(*args), tvm_ffi.use_torch_stream)
             if replay is not None:
-                n = _calls_per_repeat(replay, torch.cuda.synchronize)
-
-                def once() -> float:
-                    return _one_repeat(replay, n, torch.cuda.synchronize)
-                once.calls = replay.calls               # the module's calls in one graph
-                return GRAPH_TIMER, once
+                return GRAPH_TIMER, _repeater(replay, torch.cuda.synchronize)
     return "TVM time_evaluator", _evaluator(mod, dev, args)
 
 
@@ -327,10 +325,21 @@ def _one_repeat(fn, n: int, sync) -> float:
     return (time.perf_counter() - t0) / (n * getattr(fn, "calls", 1)) * 1e3
 
 
+def _repeater(fn, sync) -> Callable[[], float]:
+    """() -> ms per call of one repeat of `fn` (warmed up; as many back-to-back calls as fill 10 ms); its `calls`
+    is fn's (a graph replay's calls)."""
+    n = _calls_per_repeat(fn, sync)
+
+    def once() -> float:
+        return _one_repeat(fn, n, sync)
+    once.calls = getattr(fn, "calls", 1)
+    return once
+
+
 def _time_host(fn, repeat: int, sync=lambda: None) -> list[float]:
     """Median-ready repeats of `fn`, each at least 10 ms of back-to-back calls."""
-    n = _calls_per_repeat(fn, sync)
-    return [_one_repeat(fn, n, sync) for _ in range(repeat)]
+    once = _repeater(fn, sync)
+    return [once() for _ in range(repeat)]
 
 
 # After a parallel call, the library's worker threads spin for a while before they sleep (OpenBLAS's and
@@ -348,8 +357,7 @@ def _time_interleaved(mod, dev, args, ref, repeat: int) -> tuple[str, list[float
     if ref is None:
         return (how, *alternate(once, None, repeat, settle=False))
     _, fn, sync = ref
-    n = _calls_per_repeat(fn, sync)
-    return (how, *alternate(once, lambda: _one_repeat(fn, n, sync), repeat,
+    return (how, *alternate(once, _repeater(fn, sync), repeat,
                             settle=dev.dlpack_device_type() == tvm.cpu(0).dlpack_device_type()))
 
 
@@ -416,8 +424,9 @@ def _no_sync() -> None:
 def _graphed(torch, fn, stream=contextlib.nullcontext, fill: bool = True):
     """A function replaying fn's calls captured in one CUDA graph (after warm-up on a side stream): one call where
     it lasts GRAPH_FILL_MS or more, else as many back to back as fill GRAPH_FILL_MS (its `calls` attribute says
-    how many; _one_repeat divides by them; with `fill` False always one). `stream` puts launches that are not torch's own on torch's current
-    stream (tvm_ffi.use_torch_stream for a TVM module). None when capture is refused."""
+    how many; _one_repeat divides by them; with `fill` False always one). `stream` puts launches that are not
+    torch's own on torch's current stream (tvm_ffi.use_torch_stream for a TVM module). None when capture is
+    refused."""
     try:
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
@@ -428,7 +437,7 @@ def _graphed(torch, fn, stream=contextlib.nullcontext, fill: bool = True):
         replay = _capture(torch, fn, 1, stream)
         if not fill:
             return replay
-        one = _one_repeat(replay, _calls_per_repeat(replay, torch.cuda.synchronize), torch.cuda.synchronize)
+        one = _repeater(replay, torch.cuda.synchronize)()
         calls = min(GRAPH_CALLS, max(1, math.ceil(GRAPH_FILL_MS / max(one, 1e-6))))
         return replay if calls == 1 else _capture(torch, fn, calls, stream)
     except Exception:       # noqa: BLE001 - fall back to plain calls, and the name says so

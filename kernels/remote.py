@@ -260,9 +260,7 @@ def _kernel_timer(sess: rpc.RPCSession, mod, dev, args) -> tuple[str, object]:
     try:
         prepare, ms_of = sess.get_function(KERNEL_TIMER), sess.get_function(KERNEL_MS)
     except AttributeError:
-        f = mod.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=10)
-        f(*args)                                    # warm-up
-        return "TVM time_evaluator on a plain RPC server", lambda: f(*args).results[0] * 1e3
+        return "TVM time_evaluator on a plain RPC server", build._evaluator(mod, dev, args)
     return f"{prepare(mod, *args)} on the server", lambda: ms_of()
 
 

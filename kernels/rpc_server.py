@@ -47,7 +47,7 @@ def _timer(op: str, target: str, shape_json: str):
         from .ops import OPS
         xs = OPS[op].random_inputs(json.loads(shape_json), np.random.default_rng())
         ref = build.reference_timer(op, target, xs)     # None: no torch with CUDA on a GPU server
-        _TIMERS[key] = None if ref is None else (*ref, build._calls_per_repeat(ref[1], ref[2]))
+        _TIMERS[key] = None if ref is None else (ref[0], build._repeater(ref[1], ref[2]))
     return _TIMERS[key]
 
 
@@ -59,12 +59,10 @@ def reference_name(op: str, target: str, shape_json: str) -> str:
 
 def reference_ms(op: str, target: str, shape_json: str, repeat: int) -> float:
     """Median ms of `repeat` repeats (each >= 10 ms of back-to-back calls, as build.run times the library)."""
-    from . import build
     t = _timer(op, target, shape_json)
     if t is None:
         raise RuntimeError(f"No reference library for {target} on this server.")
-    _, fn, sync, n = t
-    return float(np.median([build._one_repeat(fn, n, sync) for _ in range(int(repeat))]))
+    return float(np.median([t[1]() for _ in range(int(repeat))]))
 
 
 # The session's kernel timer (build.kernel_timer over a module and its arguments on this server): one at a time,
