@@ -196,6 +196,17 @@ def device_name(device: str) -> str:
         return f"{device} (name unknown: {type(e).__name__})"
 
 
+def blas_under(env: dict):
+    """threadpoolctl's view of numpy's BLAS in a Python started with `env` (bench.anchors.blas: its kernel, e.g.
+    SkylakeX or Haswell, its threads, and the two OpenBLAS variables); a sentence when it cannot be read."""
+    p = subprocess.run([sys.executable, "-c", "import json; from bench.anchors import blas; print(json.dumps(blas()))"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    if p.returncode:
+        lines = p.stderr.strip().splitlines()
+        return f"not read: {lines[-1] if lines else f'exit code {p.returncode}'}"
+    return json.loads(p.stdout)
+
+
 # what a deadline keeps back for writing the data file after a step it stopped
 DEADLINE_MARGIN_S = 10.0
 
@@ -219,6 +230,8 @@ def run(plan: dict, steps: list[int] | None = None, out: Path | None = None, ech
         doc["versions"] = build.versions()
     except Exception:               # noqa: BLE001
         pass
+    if plan["device"] == "cpu":         # which BLAS numpy runs under the plan's environment (its SGEMM kernel)
+        doc["blas"] = blas_under(_env(plan.get("env", {})))
     doc["partial"] = bool(steps)
     if steps and (ROOT / plan["data"]).exists() and plan.get("record", "steps") == "steps":
         # a later call of some steps keeps the other steps' runs

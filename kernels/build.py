@@ -262,7 +262,7 @@ def _time_tvm(mod, dev, args, repeat: int) -> list[float]:
     return _timed(mod, dev, args, repeat)[1]
 
 
-def kernel_timer(mod, dev, args) -> tuple[str, Callable[[], float]]:
+def kernel_timer(mod, dev, args, settle: bool = True, warmed: bool = False) -> tuple[str, Callable[[], float]]:
     """(how, one repeat -> ms per call) for a compiled module called on `args`, warmed up. On a GPU where torch
     can capture CUDA graphs: the module's calls captured in a graph (its launches on torch's stream through
     tvm_ffi) and replayed back to back, as the vendor library is timed (reference_timer), so that neither side's
@@ -270,7 +270,10 @@ def kernel_timer(mod, dev, args) -> tuple[str, Callable[[], float]]:
     vendor's graph replays went to 3.2. On this machine's CPU: the module called from Python back to back, as
     numpy is (reference_timer), so that each side's time holds one call from Python (time_evaluator's loop in C++
     left that out of ours alone: at conv1d 100x7 0.056 us a call, 0.20 from Python, numpy's 2.0). Elsewhere (a GPU without torch, a
-    refused capture, a device of an RPC session): TVM's time_evaluator. A repeat is at least 10 ms of calls."""
+    refused capture, a device of an RPC session): TVM's time_evaluator. A repeat is at least 10 ms of calls; where
+    one call fills it, the calibrating call is the first repeat. On the CPU `settle` waits SETTLE_S first (after
+    numpy's BLAS threads; the tuner's child runs none), and `warmed` says the caller has just called the module on
+    `args` (its check), which is then the warm-up of a call of LONG_CALL_S or more."""
     if dev.dlpack_device_type() == tvm.cpu(0).dlpack_device_type():
         main = mod["main"]
 
@@ -279,8 +282,9 @@ def kernel_timer(mod, dev, args) -> tuple[str, Callable[[], float]]:
         # after numpy's matmul OpenBLAS's workers spin on the cores for a while, and a parallel kernel's call then
         # waits a scheduler tick (a held-out CPU batch right after the library's timing: GEMM best 4-8 ms a call,
         # 0.058 ms settled; data/cpu_suite_alike.json): they go idle first, and every call of a repeat is counted
-        time.sleep(SETTLE_S)
-        return CPU_TIMER, _repeater(call, _no_sync)
+        if settle:
+            time.sleep(SETTLE_S)
+        return CPU_TIMER, _repeater(call, _no_sync, warm=not warmed, first=True)
     if dev.dlpack_device_type() == tvm.cuda(0).dlpack_device_type():
         torch = _torch()
         if torch is not None and torch.cuda.is_available():
@@ -288,7 +292,7 @@ def kernel_timer(mod, dev, args) -> tuple[str, Callable[[], float]]:
             main = mod["main"]
             replay = _graphed(torch, lambda: main(*args), tvm_ffi.use_torch_stream)
             if replay is not None:
-                return GRAPH_TIMER, _repeater(replay, torch.cuda.synchronize)
+                return GRAPH_TIMER, _repeater(replay, torch.cuda.synchronize, first=True)
     return "TVM time_evaluator", _evaluator(mod, dev, args)
 
 
@@ -306,12 +310,28 @@ def _time_evaluator_ms(mod, dev, args, repeat: int) -> list[float]:
     return [once() for _ in range(repeat)]
 
 
-def _calls_per_repeat(fn, sync) -> int:
-    """Warm up `fn`, then how many back-to-back calls fill at least 10 ms (as time_evaluator's repeats do)."""
-    fn(); sync()
+def _calls_per_repeat(fn, sync, warm: bool = True) -> tuple[int, float]:
+    """Warm up `fn`, then how many back-to-back calls fill at least 10 ms (as time_evaluator's repeats do), and the
+    ms per call of the one call timed to say so. `warm` False: the caller's own call was the warm-up; then a first
+    call of LONG_CALL_S or more is timed as it is (waking a thread pool's workers, a scheduler tick at most, is
+    under 4% of it), and a shorter one warms up for the next."""
+    if warm:
+        fn(); sync()
+    took = _one_call(fn, sync)
+    if not warm and took < LONG_CALL_S:
+        took = _one_call(fn, sync)
+    return max(1, int(0.01 / max(took, 1e-7))), took / getattr(fn, "calls", 1) * 1e3
+
+
+def _one_call(fn, sync) -> float:
+    """Seconds of one call of fn, synchronized."""
+    sync()
     t0 = time.perf_counter()
     fn(); sync()
-    return max(1, int(0.01 / max(time.perf_counter() - t0, 1e-7)))
+    return time.perf_counter() - t0
+
+
+LONG_CALL_S = 0.1
 
 
 def _one_repeat(fn, n: int, sync) -> float:
@@ -325,13 +345,16 @@ def _one_repeat(fn, n: int, sync) -> float:
     return (time.perf_counter() - t0) / (n * getattr(fn, "calls", 1)) * 1e3
 
 
-def _repeater(fn, sync) -> Callable[[], float]:
+def _repeater(fn, sync, warm: bool = True, first: bool = False) -> Callable[[], float]:
     """() -> ms per call of one repeat of `fn` (warmed up; as many back-to-back calls as fill 10 ms); its `calls`
-    is fn's (a graph replay's calls)."""
-    n = _calls_per_repeat(fn, sync)
+    is fn's (a graph replay's calls). With `first`, where one call fills a repeat, the call timed to size the
+    repeats is the first repeat (a slow candidate of a search, seconds a call, is not called again for it);
+    `warm` False: the caller has warmed fn up."""
+    n, took = _calls_per_repeat(fn, sync, warm)
+    made = [took] if first and n == 1 else []
 
     def once() -> float:
-        return _one_repeat(fn, n, sync)
+        return made.pop() if made else _one_repeat(fn, n, sync)
     once.calls = getattr(fn, "calls", 1)
     return once
 

@@ -9,6 +9,7 @@ fails with what it wrote on stderr and the next candidate gets a fresh child."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing as mp
 import os
 import sys
@@ -22,16 +23,19 @@ TIMEOUT_S = 30.0            # one candidate's check and timing; a kernel that ha
 START_S = 600.0             # the child's start: TVM's import, the search's inputs and their float64 reference
 
 
-def judge(op: str, shape: dict, target: str, mod, dev, checked, fastest: float | None, repeat: int, slow: float):
+def judge(op: str, shape: dict, target: str, mod, dev, checked, fastest: float | None, repeat: int, slow: float,
+          timer=None):
     """(median ms | None, rel. error | None, error sentence) of one loaded candidate: verified against the float64
-    reference first, then timed `repeat` times, or once when that first timing is over `slow` times `fastest`."""
+    reference first, then timed `repeat` times, or once when that first timing is over `slow` times `fastest`.
+    `timer` (mod, dev, args) -> (how, one repeat): build.kernel_timer unless given (a server's, kernels.remote)."""
     from . import build
     rel, args, _ = build.call_verified(op, shape, mod, dev, target, checked=checked)
     if rel >= build.TOLERANCE:
         return None, rel, f"wrong result (rel. error {rel:.1e})"
     # calls back to back for at least 10 ms (one call of a slow kernel), as the full timing does: the first call
     # after a pause wakes the thread pool's workers, which can cost a scheduler tick (4 ms)
-    once = build.kernel_timer(mod, dev, args)[1]
+    # the check just called it on these arguments (its warm-up); no BLAS threads ran here (one_blas_thread)
+    once = (timer or functools.partial(build.kernel_timer, settle=False, warmed=True))(mod, dev, args)[1]
     first = once()
     if fastest and first > slow * fastest:
         return first, rel, ""           # far behind the fastest: its one timed repeat says enough

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -276,7 +277,8 @@ def measure_pool(op: str, shape: Shape, target: str, pool: Pool | str, repeat: i
                  session_s: float = 600.0):
     """measure() for the tuner (kernels.tune.search) over every free server under the pool's key: one session per
     server, in parallel, each verifying and timing one candidate at a time as a local search does
-    (kernels.isolated.judge); compiled here. `measure.used` names the servers that measured."""
+    (kernels.isolated.judge, each candidate timed by the server's own timer as the winner's final run is:
+    _kernel_timer); compiled here. `measure.used` names the servers that measured."""
     from . import isolated, tune
     pool = parse(pool) if isinstance(pool, str) else pool
     width = max(1, next((s.free for s in servers(pool.host, pool.port) if s.key == pool.key), 1))
@@ -310,7 +312,7 @@ def measure_pool(op: str, shape: Shape, target: str, pool: Pool | str, repeat: i
                         sess.upload(os.path.join(d, name))
                         mod = sess.load_module(name)
                         got[k] = isolated.judge(op, shape, target, mod, dev, None, measure.fastest, repeat,
-                                                tune.SLOW)
+                                                tune.SLOW, timer=functools.partial(_kernel_timer, sess))
                     if got[k][0] is not None and got[k][2] == "":
                         with lock:
                             measure.fastest = min(measure.fastest or got[k][0], got[k][0])

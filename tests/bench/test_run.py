@@ -114,3 +114,18 @@ def test_a_deadline_stops_the_step_keeps_what_it_printed_and_starts_no_later_ste
     assert [s["step"] for s in got["steps"]] == [1] and got["steps"][0]["rc"] == "timeout"
     assert got["steps"][0]["output"] == {"row": 1} and "--deadline-s" in got["steps"][0]["stderr"]
     assert any("not started, the deadline" in x for x in lines) and doc["steps"][0]["output"] == {"row": 1}
+
+
+def test_a_cpu_plan_records_which_blas_numpy_ran_under_the_plans_environment(tmp_path, monkeypatch):
+    """numpy's SGEMM kernel depends on the machine and on OPENBLAS_CORETYPE: a CPU plan's data says which ran."""
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    plan = plan_in(tmp_path, monkeypatch, "steps", "data/d.json", printing({"row": 1}))
+    plan["env"] = {"OPENBLAS_CORETYPE": ""}
+    run.run(plan, **QUIET)
+    got = json.loads((tmp_path / "data/d.json").read_text())["blas"]
+    assert isinstance(got, list) and got[-1] == {"env": {"OPENBLAS_CORETYPE": None,
+                                                         "OPENBLAS_L2_SIZE": got[-1]["env"]["OPENBLAS_L2_SIZE"]}}
+    assert any(i.get("internal_api") in ("openblas", "mkl", "blis") and i.get("architecture") for i in got[:-1])
+    plan["env"] = {}
+    run.run(plan, **QUIET)
+    assert json.loads((tmp_path / "data/d.json").read_text())["blas"][-1]["env"]["OPENBLAS_CORETYPE"] == "Haswell"

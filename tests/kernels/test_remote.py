@@ -125,13 +125,25 @@ def test_run_conv1d_through_the_environment_variable(tracker, tmp_path):
 
 
 def test_a_tune_over_the_pool_measures_on_both_servers(tracker, tmp_path, monkeypatch):
-    from kernels import tune
+    """...and every candidate is timed by the server's own timer (kernels.rpc_server.kernel_timer), as the winner's
+    final run is, not by TVM's time_evaluator."""
+    from kernels import build, tune
     monkeypatch.setenv(results.ENV, str(tmp_path / "r.sqlite"))
     port, _ = tracker
+    hows, real = [], remote._kernel_timer
+
+    def recorded(sess, mod, dev, args):
+        how, once = real(sess, mod, dev, args)
+        hows.append(how)
+        return how, once
+    monkeypatch.setattr(remote, "_kernel_timer", recorded)
     r = tune.tune("gemm", {"M": 48, "N": 40, "K": 32}, "cpu", trials=8, rpc=f"{HOST}:{port}:{KEY}", seed=2)
     assert len(r.servers) == 2 and r.trials == 8 and "via rpc" in r.device
     assert r.best_knobs in {t.knobs for t in r.history if t.ok} and r.ref_ms     # the winner timed remotely too
     assert (results.load()["source"] == "tune").sum() == 8
+    verified = sum(t.ok for t in r.history)
+    assert len(hows) >= verified > 0 and set(hows) == {f"{build.CPU_TIMER} on the server"}, hows
+    assert r.timer == f"{build.CPU_TIMER} on the server"
 
 
 def test_a_candidate_that_kills_its_session_is_a_failed_trial_and_the_rest_are_measured(tracker, tmp_path,

@@ -110,3 +110,48 @@ def test_on_the_gpu_both_sides_replay_graphs_and_a_long_kernel_times_as_time_eva
             assert graph == pytest.approx(evaluator, rel=0.05)
         else:               # a 64^3 kernel: under time_evaluator's launch floor
             assert graph < evaluator
+
+
+def _counting(seconds: float):
+    def fn():
+        fn.n += 1
+        time.sleep(seconds)
+    fn.n = 0
+    return fn
+
+
+def test_a_repeat_that_one_call_fills_reuses_the_call_that_sized_it_and_a_callers_check_can_be_the_warm_up():
+    """A search's slow candidates (seconds a call on the CPU) are not called more often than time_evaluator called
+    them: warm-up, one timed call that is also the first repeat; then one call per repeat."""
+    slow = _counting(0.012)
+    once = build._repeater(slow, build._no_sync, first=True)
+    assert slow.n == 2
+    assert once() == pytest.approx(12, rel=0.5) and slow.n == 2       # the sizing call, not a new one
+    once()
+    assert slow.n == 3
+    fn = _counting(0.012)
+    plain = build._repeater(fn, build._no_sync)
+    assert plain() > 0 and fn.n == 3                                # without `first` every repeat calls
+    # warmed by the caller: a long first call is timed as it is, a short one warms up for the next
+    long_ = _counting(build.LONG_CALL_S)
+    assert build._calls_per_repeat(long_, build._no_sync, warm=False)[0] == 1 and long_.n == 1
+    short = _counting(0.001)
+    n, ms = build._calls_per_repeat(short, build._no_sync, warm=False)
+    assert short.n == 2 and n >= 5 and ms == pytest.approx(1, rel=2)
+
+
+def test_the_searchs_child_times_a_checked_candidate_without_waiting_or_calling_it_again_to_warm_up(monkeypatch):
+    """isolated.judge: the check is the warm-up of a long call, and no BLAS threads ran in the child, so no settle."""
+    from kernels import isolated
+    from kernels.knobs import preset
+    shape = {"M": 300, "N": 5}
+    k = preset("conv1d", "cpu", "best", shape)
+    _, mod, _ = build.compiled("conv1d", tuple(shape.items()), k, "cpu")
+    slept = []
+    monkeypatch.setattr(build.time, "sleep", lambda s: slept.append(s))
+    ms, rel, err = isolated.judge("conv1d", shape, "cpu", mod, build._tvm_dev("cpu"),
+                                  build.fresh_check("conv1d", shape, "cpu"), None, 3, 3.0)
+    assert ms > 0 and rel < build.TOLERANCE and err == "" and slept == []
+    build.kernel_timer(mod, build._tvm_dev("cpu"), build.call_verified("conv1d", shape, mod,
+                                                                       build._tvm_dev("cpu"), "cpu")[1])
+    assert slept == [build.SETTLE_S]                     # a run beside numpy still settles
