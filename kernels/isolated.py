@@ -83,6 +83,21 @@ def plain_main():
         sys.modules["__main__"] = main
 
 
+# What the child imports (a few seconds with torch on a GPU machine): once, in a fork server, not in each child.
+PRELOAD = ["kernels.isolated", "kernels.build", "torch"]
+
+
+def context():
+    """Children forked from a fork server that has imported PRELOAD and touched no GPU (a fork of the parent would
+    inherit its CUDA state): a search, or a suite's one search per shape, no longer pays TVM's and torch's import
+    per child. Spawned where there is no fork server (the child imports them itself)."""
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)      # a module that is not installed (torch) is left out by the server
+    return ctx
+
+
 class Worker:
     """One child process at a time, started when needed and again after one dies."""
 
@@ -94,7 +109,7 @@ class Worker:
         self.crashes = 0
 
     def _start(self) -> None:
-        ctx = mp.get_context("spawn")       # a fork would inherit the parent's CUDA state
+        ctx = context()
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_serve, args=(child, *self.args, self.err_path), daemon=True)
         with plain_main():

@@ -445,3 +445,21 @@ def test_a_candidate_too_costly_to_count_is_left_out_but_best_and_its_variants_a
                     np.random.default_rng(0), batch=3, count_workers=1)
     first = tune.first_choices("gemm", "cuda", S)
     assert seen == first[:3] and len(h) == 3
+
+
+def test_the_measuring_child_is_forked_from_a_server_that_has_imported_tvm_already():
+    """A suite's search per shape started a child that imported TVM (and on a GPU machine torch) each time; the
+    children now come from a fork server that imported them once (kernels.isolated.context)."""
+    from kernels import isolated
+    ctx = isolated.context()
+    if ctx.get_start_method() != "forkserver":
+        pytest.skip("no fork server on this platform: children are spawned")
+    here, there = ctx.Pipe()
+    code = "import sys; conn.send(sorted(m for m in ('tvm', 'kernels.build') if m in sys.modules))"
+    p = ctx.Process(target=exec, args=(code, {"conn": there}))
+    with isolated.plain_main():
+        p.start()
+    try:
+        assert here.poll(60) and here.recv() == ["kernels.build", "tvm"]
+    finally:
+        p.join(10)
