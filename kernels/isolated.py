@@ -83,18 +83,20 @@ def plain_main():
         sys.modules["__main__"] = main
 
 
-# What the child imports (a few seconds with torch on a GPU machine): once, in a fork server, not in each child.
-PRELOAD = ["kernels.isolated", "kernels.build", "torch"]
+# What the child imports: once, in a fork server, not in each child.
+PRELOAD = ["kernels.isolated", "kernels.build"]
 
 
-def context():
-    """Children forked from a fork server that has imported PRELOAD and touched no GPU (a fork of the parent would
-    inherit its CUDA state): a search, or a suite's one search per shape, no longer pays TVM's and torch's import
-    per child. Spawned where there is no fork server (the child imports them itself)."""
-    if "forkserver" not in mp.get_all_start_methods():
+def context(target: str = "cpu"):
+    """For the CPU: children forked from a fork server that has imported PRELOAD, so that a search, or a suite's
+    search per shape, does not pay TVM's import per child (1.2 s here). For a GPU, spawned children: on the H100
+    (2026-12-07, data/h100_gemm_width2.json step 2 and the two plans run after it) every candidate of every shape
+    failed in children from a fork server that had also imported torch, where spawned ones had measured all
+    earlier batches; why was not found (the failure's words were not recorded), so the GPU keeps spawn."""
+    if target != "cpu" or "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)      # a module that is not installed (torch) is left out by the server
+    ctx.set_forkserver_preload(PRELOAD)
     return ctx
 
 
@@ -109,7 +111,7 @@ class Worker:
         self.crashes = 0
 
     def _start(self) -> None:
-        ctx = context()
+        ctx = context(self.args[2])
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_serve, args=(child, *self.args, self.err_path), daemon=True)
         with plain_main():

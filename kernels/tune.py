@@ -4,6 +4,7 @@ candidates; it learns from every measurement as it comes; every candidate is ver
 its time counts, and every trial is recorded in the results store (source "tune")."""
 from __future__ import annotations
 
+import collections
 import math
 import os
 import tempfile
@@ -409,7 +410,10 @@ def tune(op: str, shape: dict, target: str, trials: int = 32, rpc: str | None = 
                          progress=progress)
         ok = [t for t in history if t.ok]
         if not ok:
-            raise KnobError([f"None of the {len(history)} candidates built and verified; see the trials."])
+            if record:
+                for t in history:
+                    results.record(_trial_row(op, shape, target, device, t), preset="", source="tune")
+            raise KnobError([none_verified(history)])
         winner = final_pick(op, target, ok, measure, shape)
     finally:
         if hasattr(measure, "close"):
@@ -422,6 +426,14 @@ def tune(op: str, shape: dict, target: str, trials: int = 32, rpc: str | None = 
         results.record(r, preset="best", source="tune:winner")
     return Tuned(op, dict(shape), target, device, len(history), winner.knobs, r.median_ms, r.ref, r.ref_ms, r.vs_ref,
                  time.perf_counter() - t0, history, sorted(getattr(measure, "used", ())), r.timer)
+
+
+def none_verified(history: list) -> str:
+    """The sentence of a search none of whose candidates built and verified: with its commonest failure, so that a
+    suite's row says what went wrong (the trials are recorded too)."""
+    said = collections.Counter(t.error or "no reason was given" for t in history).most_common(1)
+    what = f" {said[0][1]} of them: {said[0][0]}" if said else ""
+    return f"None of the {len(history)} candidates built and verified;{what}"
 
 
 FINALISTS = 4

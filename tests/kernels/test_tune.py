@@ -54,6 +54,24 @@ def test_tune_verifies_times_and_records_every_trial(tmp_path, monkeypatch):
     assert tune.tuned_best("gemm", "cpu", S)[0] == r.best_knobs
 
 
+def test_a_search_where_nothing_verified_says_why_and_records_its_trials(tmp_path, monkeypatch):
+    """A held-out GPU batch (2026-12-07) said only 'see the trials' at every shape, and no trial was recorded."""
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "r.sqlite"))
+
+    def failing(op, shape, target, **kw):
+        def measure(ks):
+            return [(None, None, "the process that measures candidates failed: CUDA said no")] * len(ks)
+        measure.fastest = None
+        return measure
+    monkeypatch.setattr(tune, "local_measure", failing)
+    with pytest.raises(tune.KnobError) as e:
+        tune.tune("gemm", S, "cpu", trials=4, seed=0)
+    assert str(e.value) == ("None of the 4 candidates built and verified; 4 of them: the process that "
+                                       "measures candidates failed: CUDA said no")
+    df = results.load()
+    assert (df["source"] == "tune").sum() == 4 and not df["ok"].any()
+
+
 def test_a_winner_tuned_before_a_knob_existed_does_not_stand_for_best(tmp_path, monkeypatch):
     """A store row whose knob text lacks one of today's knobs was found without it: tuned_best passes it over."""
     monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "r.sqlite"))
@@ -448,10 +466,11 @@ def test_a_candidate_too_costly_to_count_is_left_out_but_best_and_its_variants_a
 
 
 def test_the_measuring_child_is_forked_from_a_server_that_has_imported_tvm_already():
-    """A suite's search per shape started a child that imported TVM (and on a GPU machine torch) each time; the
-    children now come from a fork server that imported them once (kernels.isolated.context)."""
+    """A suite's search per shape started a child that imported TVM each time; on the CPU the children now come from
+    a fork server that imported it once (kernels.isolated.context). On a GPU they are spawned."""
     from kernels import isolated
-    ctx = isolated.context()
+    assert isolated.context("cuda").get_start_method() == "spawn"
+    ctx = isolated.context("cpu")
     if ctx.get_start_method() != "forkserver":
         pytest.skip("no fork server on this platform: children are spawned")
     here, there = ctx.Pipe()
