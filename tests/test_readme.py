@@ -683,3 +683,47 @@ def test_readme_cpu_goal_timed_alike_comes_from_the_data():
     ticks = [ms for ms in bad.values() if 3.9 < ms < 8.05]             # the scheduler ticks the README names
     assert len(ticks) == 19 and f"19 of its 20 GEMM rows took {min(ticks):.1f} to {max(ticks):.1f} ms" in text
     assert f"214x192x153 {bad['214x192x153']:.1f} ms" in text
+
+
+def test_readme_cpu_tune_timed_alike_comes_from_the_data():
+    """data/cpu_tune_alike.json: the 64-trial tunes after the search's child stopped settling and re-warming."""
+    import json
+    doc = json.loads((ROOT / "data" / "cpu_tune_alike.json").read_text())
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert doc["blas"][0]["architecture"] == "SkylakeX" and "OpenBLAS's SkylakeX kernel" in text
+    runs = {st["name"]: st["output"] for st in doc["steps"]}
+    g, d = runs["tune gemm"], runs["tune dwconv2d"]
+    assert g["timer"] == "calls from Python back to back" and max(g["search_s"], d["search_s"]) < 300
+    assert f"without those, {g['search_s']:.1f} s and {d['search_s']:.1f} s, the GEMM winner {g['vs_ref']:.2f}x numpy" \
+        in text
+    assert f"(`best` {runs['best gemm']['vs_ref']:.2f}x; this CPU's numpy takes {g['ref_ms']:.1f} ms" in text
+    assert f"the depthwise winner {d['vs_ref']:.1f}x" in text
+
+
+def test_readme_gpu_batches_that_measured_the_fork_server_fault_come_from_the_data():
+    """The three draws of 2026-12-07 22:19-22:40 UTC where every search failed, the MetaSchedule times beside them,
+    and the stall counters of best and cuBLAS at 2624x2101x672."""
+    text = " ".join((ROOT / "README.md").read_text().split())
+    for name, n, count in (("h100_gemm_width2.json", 2, 19), ("h100_conv1d_pad_judge.json", 3, 20),
+                           ("h100_dwsep_alike.json", 1, 20)):
+        rows = _step(name, n)
+        assert len(rows) == count and all("None of the 8 candidates" in r["ours"]["error"] for r in rows), name
+    assert "a fresh GEMM draw of 19 shapes" in text and "20 conv1d shapes" in text
+    for n, shape in ((1, "255347x980"), (2, "85538x264")):
+        r = _step("h100_conv1d_pad_judge.json", n)
+        ms, dl = r["metaschedule"], r["dlight"]
+        assert "error" in r["ours"] and ms["timer"] == "CUDA graph replay"
+        assert (f"{ms['median_ms']:.4f} ms at {shape} ({r['vendor_ms'] / ms['median_ms']:.2f}x cuDNN; dlight "
+                f"{dl['vs_vendor']:.2f}x)") in text
+    k = {(x["who"], x["shape"].get("M")): x for x in _step("h100_gemm_width2.json", 3)["kernels"]}
+    ours, lib = k[("best", 2624)], k[("cuBLAS", 2624)]
+    stall = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+    assert (f"{ours['gpu__time_duration.sum'] / 1e3:.0f} us against {lib['gpu__time_duration.sum'] / 1e3:.0f}"
+            in text)
+    issue = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+    assert f"issues in {ours[issue]:.1f}% of cycles against {lib[issue]:.1f}%" in text
+    assert (f"{ours[stall.format('dispatch_stall')]:.2f} dispatch stalls against {lib[stall.format('dispatch_stall')]:.2f}"
+            f" and {ours[stall.format('barrier')]:.2f} at barriers against {lib[stall.format('barrier')]:.2f}") in text
+    ld, wf = "smsp__inst_executed_op_shared_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
+    assert abs(ours[wf] / lib[wf] - 1) < 0.01 and f"({ours[ld] / lib[ld]:.2f}x the instructions" in text
+    assert f"{ours[ld] / 1e6:.1f} million shared-memory load instructions against {lib[ld] / 1e6:.1f} million" in text
