@@ -726,4 +726,14 @@ def test_readme_gpu_batches_that_measured_the_fork_server_fault_come_from_the_da
             f" and {ours[stall.format('barrier')]:.2f} at barriers against {lib[stall.format('barrier')]:.2f}") in text
     ld, wf = "smsp__inst_executed_op_shared_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
     assert abs(ours[wf] / lib[wf] - 1) < 0.01 and f"({ours[ld] / lib[ld]:.2f}x the instructions" in text
+    mix = {"x".join(map(str, r["shape"].values())): r["runs"]["best"] for r in _step("cpu_gemm_odd_n_mix.json",
+                                                                                     1)["shapes"]}
+    odd, even = mix["2624x2101x672"], mix["2624x2100x672"]
+    assert odd["knobs"] == even["knobs"] == ours.get("knobs", odd["knobs"])
+    assert f"{odd['shared_ld_128'] // 2} LDS.128 a stage" in text and odd["shared_ld_128"] == even["shared_ld_128"]
+    assert (f"that is {odd['shared_ld_never']} of its {odd['shared_ld']} shared loads, and "
+            f"{100 * odd['ffma_share']:.1f}% of its instructions are multiply-adds; at N = 2100 (aligned, the same "
+            f"knobs) {even['shared_ld_never']} of {even['shared_ld']} and {100 * even['ffma_share']:.1f}%") in text
+    per_k = lib[ld] / (41 * 33 * 4 * (672 / 8) * 8)         # cuBLAS: 64x64 tiles of 4 warps, K in steps of 8
+    assert round(per_k) == 3 and "(three a value of K, as cuBLAS's 11.1 million make it)" in text
     assert f"{ours[ld] / 1e6:.1f} million shared-memory load instructions against {lib[ld] / 1e6:.1f} million" in text

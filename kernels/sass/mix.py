@@ -21,8 +21,15 @@ def mix(op: str, shape: dict, knobs) -> dict:
 
 def counted(kernels: dict, cubin: bytes) -> dict:
     """mix() of a cubin already compiled and parsed (kernel name -> parse.Kernel)."""
-    ops = Counter(ins.opcode for k in kernels.values() for ins in k.instrs)
+    every = [ins for k in kernels.values() for ins in k.instrs]
+    ops = Counter(ins.opcode for ins in every)
+    lds = [ins for ins in every if ins.opcode == "LDS"]
     n = sum(ops.values())
     return {"instructions": n, "ffma": ops["FFMA"], "ffma_share": round(ops["FFMA"] / max(n, 1), 4),
-            "branches": ops["BRA"], "shared_ld": ops["LDS"], "global_ld": ops["LDG"], "local_ld": ops["LDL"],
-            "local_bytes": local_bytes(cubin)}
+            "branches": ops["BRA"], "shared_ld": ops["LDS"],
+            # LDS.128; and `@!PT LDS RZ, [RZ]`, which never loads (its guard is never true) but is issued, and
+            # which Nsight Compute's shared-load instruction count includes: nvcc puts three beside each 4-byte
+            # cp.async (LDGSTS.E)
+            "shared_ld_128": sum("128" in ins.mods for ins in lds),
+            "shared_ld_never": sum(ins.guard == "PT" and ins.guard_not for ins in lds),
+            "global_ld": ops["LDG"], "local_ld": ops["LDL"], "local_bytes": local_bytes(cubin)}
