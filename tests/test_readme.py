@@ -737,3 +737,16 @@ def test_readme_gpu_batches_that_measured_the_fork_server_fault_come_from_the_da
     per_k = lib[ld] / (41 * 33 * 4 * (672 / 8) * 8)         # cuBLAS: 64x64 tiles of 4 warps, K in steps of 8
     assert round(per_k) == 3 and "(three a value of K, as cuBLAS's 11.1 million make it)" in text
     assert f"{ours[ld] / 1e6:.1f} million shared-memory load instructions against {lib[ld] / 1e6:.1f} million" in text
+
+
+def test_readme_synchronous_copies_predictions_come_from_the_data():
+    """data/cpu_gemm_sync_copies_mix.json: best and best with synchronous copies at fourteen odd-row shapes."""
+    text = " ".join((ROOT / "README.md").read_text().split())
+    shapes = _step("cpu_gemm_sync_copies_mix.json", 1)["shapes"]
+    b = [100 * s["runs"]["best"]["ffma_share"] for s in shapes]
+    y = [100 * s["runs"]["sync"]["ffma_share"] for s in shapes]
+    g = [a - c for a, c in zip(y, b)]
+    assert len(shapes) == 14 and min(g) > 0 and all(s["shape"]["N"] % 2 or s["shape"]["K"] % 2 for s in shapes)
+    assert all(s["runs"]["sync"]["shared_ld_never"] == 0 < s["runs"]["best"]["shared_ld_never"] for s in shapes)
+    assert (f"rises at all fourteen, by {min(g):.1f} to {max(g):.1f} points (from {min(b):.1f}-{max(b):.1f}% to "
+            f"{min(y):.1f}-{max(y):.1f}%)") in text
