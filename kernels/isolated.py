@@ -108,7 +108,7 @@ class Worker:
         self.timeout_s, self.proc, self.conn = timeout_s, None, None
         fd, self.err_path = tempfile.mkstemp(prefix="kernels-worker-", suffix=".log")
         os.close(fd)
-        self.crashes = 0
+        self.crashes, self.ready = 0, False
 
     def _start(self) -> None:
         ctx = context(self.args[2])
@@ -127,11 +127,19 @@ class Worker:
             self.conn.close()
         self.proc = self.conn = None
 
+    def begin(self) -> None:
+        """Start a child unless one runs: its imports, its device and the search's inputs then come about while
+        the caller goes on (the search compiles its first candidates meanwhile); measure() waits for it."""
+        if self.proc is None:
+            self._start()
+            self.ready = False
+
     def measure(self, path: str, fastest: float | None):
         """(median ms | None, rel. error | None, error sentence) of the library at `path`."""
-        if self.proc is None or not self.proc.is_alive():
-            self._stop()
-            self._start()
+        if self.proc is not None and self.ready and not self.proc.is_alive():
+            self._stop()                # it died after its start: a fresh one (a start that failed says so below)
+        self.begin()
+        if not self.ready:
             try:        # the start has its own allowance: a large shape's float64 reference takes a while
                 said = self.conn.recv() if self.conn.poll(START_S) else f"it did not start within {START_S:g} s"
             except (EOFError, OSError):
@@ -139,6 +147,7 @@ class Worker:
             if said != "ready":
                 self._stop()
                 return None, None, f"the process that measures candidates failed: {said}"
+            self.ready = True
         size = os.path.getsize(self.err_path)
         try:
             self.conn.send((path, fastest))

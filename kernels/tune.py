@@ -377,8 +377,6 @@ def local_measure(op: str, shape: dict, target: str, repeat: int = 5, workers: i
 
     def one(k):
         if isolate:
-            if measure.worker is None:
-                measure.worker = isolated.Worker(op, shape, target, repeat, SLOW)
             return measure.worker.measure(libs[k], measure.fastest)
         _, mod, _ = build.compiled(op, tuple(shape.items()), k, target)
         if measure.checked is None:     # inputs drawn for this search, one float64 reference for all
@@ -387,6 +385,9 @@ def local_measure(op: str, shape: dict, target: str, repeat: int = 5, workers: i
                               repeat, SLOW)
 
     def measure(ks):
+        if isolate and measure.worker is None:      # the child starts while the first candidates compile
+            measure.worker = isolated.Worker(op, shape, target, repeat, SLOW)
+            measure.worker.begin()
         with ThreadPoolExecutor(workers) as ex:
             built = list(ex.map(compile_one, ks))
         out = []

@@ -494,3 +494,20 @@ def test_gemm_with_rows_of_an_odd_number_of_floats_tries_synchronous_copies_righ
     assert f[1] == fit(replace(f[0], **tune.SYNC_COPIES), odd) and f[0].async_copy and validate("gemm", "cuda", f[1], odd) == []
     g = tune.first_choices("gemm", "cuda", even)
     assert all(k.async_copy for k in g[:-1]) and tune.odd_rows("gemm", odd) and not tune.odd_rows("gemm", even)
+
+
+def test_the_measuring_child_starts_while_the_first_candidates_compile(monkeypatch):
+    """Its start (imports, the device, the search's inputs and their float64 reference) overlaps the compiles."""
+    from kernels import build
+    m = tune.local_measure("gemm", S, "cpu", repeat=3, isolate=True)
+    seen, real = [], build.executable
+
+    def executable(*a, **kw):
+        seen.append(m.worker is not None and m.worker.proc is not None and m.worker.proc.is_alive())
+        return real(*a, **kw)
+    monkeypatch.setattr(build, "executable", executable)
+    try:
+        got = m([preset("gemm", "cpu", "best", S)])
+        assert seen == [True] and got[0][2] == "" and got[0][0] > 0 and m.worker.ready
+    finally:
+        m.close()
