@@ -91,8 +91,11 @@ def context(target: str = "cpu"):
     """For the CPU: children forked from a fork server that has imported PRELOAD, so that a search, or a suite's
     search per shape, does not pay TVM's import per child (1.2 s here). For a GPU, spawned children: on the H100
     (2026-12-07, data/h100_gemm_width2.json step 2 and the two plans run after it) every candidate of every shape
-    failed in children from a fork server that had also imported torch, where spawned ones had measured all
-    earlier batches; why was not found (the failure's words were not recorded), so the GPU keeps spawn."""
+    failed in children from a fork server, where spawned ones had measured all earlier batches. The likely cause
+    (the failure's words were not recorded): importing TVM imports tvm_ffi, which with torch installed calls
+    torch.cuda.is_available() at import (tvm_ffi/_optional_torch_c_dlpack.py), and that initialises the CUDA
+    driver in the fork server; a process forked from one whose driver is initialised cannot use CUDA. torch's
+    PYTORCH_NVML_BASED_CUDA_CHECK=1 (is_available through NVML) would leave it uninitialised: untried on a GPU."""
     if target != "cpu" or "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
