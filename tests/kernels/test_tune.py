@@ -511,3 +511,14 @@ def test_the_measuring_child_starts_while_the_first_candidates_compile(monkeypat
         assert seen == [True] and got[0][2] == "" and got[0][0] > 0 and m.worker.ready
     finally:
         m.close()
+
+
+def test_best_with_synchronous_copies_computes_the_reference_where_rows_are_odd():
+    """The proposal's kernel (the same lowered TensorIR, interpreted) is right where N and K are odd and no tile
+    divides the shape, and it is among the first choices there."""
+    from dataclasses import replace
+    from kernels import traffic
+    s = {"M": 70, "N": 45, "K": 37}
+    k = fit(replace(preset("gemm", "cuda", "best", s), **tune.SYNC_COPIES), s)
+    assert not k.async_copy and k in tune.first_choices("gemm", "cuda", s)
+    assert traffic.simulate("gemm", s, k, "cuda") < 1e-4
