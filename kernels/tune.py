@@ -449,8 +449,8 @@ def none_verified(history: list) -> str:
     """The sentence of a search none of whose candidates built and verified: with its commonest failure, so that a
     suite's row says what went wrong (the trials are recorded too)."""
     said = collections.Counter(t.error or "no reason was given" for t in history).most_common(1)
-    what = f" {said[0][1]} of them: {said[0][0]}" if said else ""
-    return f"None of the {len(history)} candidates built and verified;{what}"
+    what = f"; {said[0][1]} of them: {said[0][0]}" if said else "."
+    return f"None of the {len(history)} candidates built and verified{what}"
 
 
 FINALISTS = 4
