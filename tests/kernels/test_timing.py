@@ -155,3 +155,31 @@ def test_the_searchs_child_times_a_checked_candidate_without_waiting_or_calling_
     build.kernel_timer(mod, build._tvm_dev("cpu"), build.call_verified("conv1d", shape, mod,
                                                                        build._tvm_dev("cpu"), "cpu")[1])
     assert slept == [build.SETTLE_S]                     # a run beside numpy still settles
+
+
+def test_beside_the_reference_each_side_is_woken_by_an_untimed_call_after_the_pause(monkeypatch):
+    """On the CPU each side waits SETTLE_S (the other's threads go idle), then one call of its own wakes its
+    threads, untimed; without `settle` (a GPU) neither pauses nor wakes."""
+    events = []
+    monkeypatch.setattr(build.time, "sleep", lambda s: events.append("pause"))
+
+    def side(name):
+        def fn():
+            events.append(name)
+        return fn
+    ours = build._repeater(side("ours"), build._no_sync, first=True)
+    ref = build._repeater(side("numpy"), build._no_sync)
+    events.clear()
+    times, ref_times = build.alternate(ours, ref, 2, settle=True)
+    assert len(times) == len(ref_times) == 2
+    # each pause is followed by the side about to be timed: its one untimed call, then its timed calls
+    pauses = [i for i, e in enumerate(events) if e == "pause"]
+    assert len(pauses) == 4 and [events[i + 1] for i in pauses] == ["ours", "numpy", "ours", "numpy"]
+    segments = [events[a + 1:b] for a, b in zip(pauses, pauses[1:] + [len(events)])]
+    events.clear()
+    ours(), ref()
+    n_ours, n_ref = events.count("ours"), events.count("numpy")       # the calls of one timed repeat each
+    assert [len(x) for x in segments] == [n_ours + 1, n_ref + 1] * 2 and all(len(set(x)) == 1 for x in segments)
+    events.clear()
+    build.alternate(ours, ref, 2, settle=False)
+    assert "pause" not in events
