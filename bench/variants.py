@@ -592,6 +592,45 @@ def timers(shapes: list[dict], op: str = OP, n_rounds: int = 5) -> dict:
     return doc
 
 
+# ------------------------------------------------------------------ wake: a CPU repeat after a pause, with and without a first call
+def wake(shapes: list[dict], op: str = OP, n_rounds: int = 9) -> dict:
+    """On this CPU, at each shape, best and the reference library (numpy) each timed in repeats that follow a
+    pause of build.SETTLE_S (as build.alternate pauses beside the reference), with and without one untimed call
+    first (the side's `wake`), alternately, n_rounds rounds of one repeat (>= 10 ms of calls) each, in one
+    process."""
+    import time
+    import numpy as np
+    from kernels import build
+    from kernels.knobs import knobs_text, preset
+    doc = header(method=f"{n_rounds} rounds; in each, for each side, a pause of {build.SETTLE_S} s then a repeat, "
+                        f"and a pause then one untimed call then a repeat; medians of the rounds", op=op, shapes=[])
+    for s in shapes:
+        k = preset(op, "cpu", "best", s)
+        _, mod, _ = build.compiled(op, tuple(s.items()), k, "cpu")
+        dev = build._tvm_dev("cpu")
+        rel, args, xs = build.call_verified(op, s, mod, dev, "cpu")
+        how, ours = build.kernel_timer(mod, dev, args)
+        name, fn, sync = build.reference_timer(op, "cpu", xs)
+        sides = {"ours": ours, "reference": build._repeater(fn, sync)}
+        ours()                      # a repeat made while sizing (kernel_timer's first): not after a pause
+        ms: dict[str, list[float]] = {f"{n}_{w}": [] for n in sides for w in ("cold", "woken")}
+        for _ in range(n_rounds):
+            for n, once in sides.items():
+                for w in ("cold", "woken"):
+                    time.sleep(build.SETTLE_S)
+                    if w == "woken":
+                        once.wake()
+                    ms[f"{n}_{w}"].append(once())
+        med = {n: float(np.median(v)) for n, v in ms.items()}
+        row = {"shape": s, "knobs": knobs_text(k), "rel_err": rel, "ok": rel < build.TOLERANCE, "timer": how,
+               "reference": name, "ms": ms, "median_ms": med,
+               "vs_reference_cold": med["reference_cold"] / med["ours_cold"],
+               "vs_reference_woken": med["reference_woken"] / med["ours_woken"]}
+        doc["shapes"].append(row)
+        log("x".join(map(str, s.values())), ", ".join(f"{n} {v:.4f} ms" for n, v in med.items()))
+    return doc
+
+
 # ------------------------------------------------------------------ mix: the machine code, no GPU
 def mix_variants(variants: list[str], shapes: list[dict], over: str = "best", op: str = OP) -> dict:
     """Each variant's static instruction mix at each shape (kernels.sass.mix: the cubin the GPU would run,
@@ -683,6 +722,11 @@ def parser() -> argparse.ArgumentParser:
     tm.add_argument("--op", default=OP, choices=("gemm", "conv1d", "dwconv2d", "dwsep_conv2d"))
     tm.add_argument("--shapes", required=True, help="the operator's dims in order, x between")
     tm.add_argument("--rounds", type=int, default=5)
+    w = sub.add_parser("wake", help="on this CPU, best and numpy each timed after a pause, with and without one "
+                                    "untimed call first, alternately")
+    w.add_argument("--op", default=OP, choices=("gemm", "conv1d", "dwconv2d", "dwsep_conv2d"))
+    w.add_argument("--shapes", required=True, help="the operator's dims in order, x between")
+    w.add_argument("--rounds", type=int, default=9)
     s = sub.add_parser("source", help="a variant's CUDA source (no GPU needed)")
     s.add_argument("--size", type=int, default=1024)
     s.add_argument("--over", default="best", choices=OVER)
@@ -731,6 +775,8 @@ def main(argv: list[str] | None = None) -> int:
         doc = time_variants(a.variants, shapes, a.over, a.repeat, op)
     elif a.cmd == "timers":
         doc = timers(shapes, op, a.rounds)
+    elif a.cmd == "wake":
+        doc = wake(shapes, op, a.rounds)
     else:
         doc = rounds(shapes, a.rounds, a.base, a.variant, a.over, a.target)
     print(json.dumps(doc, indent=1))
