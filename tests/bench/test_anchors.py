@@ -119,3 +119,15 @@ def test_metaschedule_tunes_the_depthwise_separable_operator_as_two_functions():
     assert "error" not in row, row
     assert row["ok"] and row["rel_err"] < 1e-4 and set(row["stages"]) == {"depthwise", "pointwise"}
     assert [st["trials"] for st in row["stages"].values()] == [2, 2]
+
+
+def test_the_wake_comparison_times_both_sides_cold_and_woken_after_the_pause(monkeypatch):
+    """bench.variants wake: after each pause, a repeat of each side with and without an untimed call first."""
+    from bench import variants
+    from kernels import build
+    monkeypatch.setattr(build, "SETTLE_S", 0.001)
+    doc = variants.wake([{"M": 48, "N": 40, "K": 32}], "gemm", n_rounds=2)
+    r = doc["shapes"][0]
+    assert r["ok"] and set(r["ms"]) == {"ours_cold", "ours_woken", "reference_cold", "reference_woken"}
+    assert all(len(v) == 2 and min(v) > 0 for v in r["ms"].values()) and r["reference"].startswith("numpy")
+    assert r["vs_reference_woken"] == r["median_ms"]["reference_woken"] / r["median_ms"]["ours_woken"]
