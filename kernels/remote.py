@@ -20,7 +20,8 @@ from tvm.rpc import base
 
 from . import build, lowering
 from .ops import Shape
-from .rpc_server import DEVICE_INFO, KERNEL_MS, KERNEL_TIMER, REFERENCE_MS, REFERENCE_NAME
+from .rpc_server import DEVICE_INFO, KERNEL_MS, KERNEL_TIMER, KERNEL_WAKE, REFERENCE_MS, REFERENCE_NAME, \
+    REFERENCE_WAKE
 
 ENV = "KERNEL_LAB_RPC"          # HOST:PORT:KEY, used when --rpc is not given
 TRACKER_TIMEOUT_S = 5.0         # to connect to the tracker and hear its answer to a summary
@@ -221,7 +222,18 @@ def _reference(sess: rpc.RPCSession, op: str, target: str, shape: Shape):
     if not name:
         return None, None, (f"The server has no reference library for {target} (torch with CUDA), so ref, ref_ms "
                             "and vs_ref are empty.")
-    return name, lambda: ms_of(*args, 1), ""
+    return name, _woken(sess, lambda: ms_of(*args, 1), REFERENCE_WAKE, *args), ""
+
+
+def _woken(sess: rpc.RPCSession, once, wake_name: str, *args):
+    """`once` with the server's untimed call as its `wake` (build.alternate makes it after each pause), where the
+    server has it (kernels.rpc_server of this version)."""
+    try:
+        wake = sess.get_function(wake_name)
+    except AttributeError:
+        return once
+    once.wake = lambda: wake(*args)
+    return once
 
 
 def run(op: str, shape: Shape, knobs, target: str, pool: Pool | str, repeat: int = 5, wait_s: float = 60.0,
@@ -262,7 +274,7 @@ def _kernel_timer(sess: rpc.RPCSession, mod, dev, args) -> tuple[str, object]:
         prepare, ms_of = sess.get_function(KERNEL_TIMER), sess.get_function(KERNEL_MS)
     except AttributeError:
         return "TVM time_evaluator on a plain RPC server", build._evaluator(mod, dev, args)
-    return f"{prepare(mod, *args)} on the server", lambda: ms_of()
+    return f"{prepare(mod, *args)} on the server", _woken(sess, lambda: ms_of(), KERNEL_WAKE)
 
 
 def device_name(pool: Pool | str, target: str, wait_s: float = 60.0) -> str:

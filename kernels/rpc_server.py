@@ -22,6 +22,8 @@ REFERENCE_NAME = "kernel_lab.reference_name"
 REFERENCE_MS = "kernel_lab.reference_ms"
 KERNEL_TIMER = "kernel_lab.kernel_timer"
 KERNEL_MS = "kernel_lab.kernel_ms"
+KERNEL_WAKE = "kernel_lab.kernel_wake"
+REFERENCE_WAKE = "kernel_lab.reference_wake"
 
 # One reference timer per (op, target, shape) in a session: inputs made, library warmed up and its calls per
 # repeat counted once, so each reference_ms call times repeats and nothing else.
@@ -65,6 +67,13 @@ def reference_ms(op: str, target: str, shape_json: str, repeat: int) -> float:
     return float(np.median([t[1]() for _ in range(int(repeat))]))
 
 
+def reference_wake(op: str, target: str, shape_json: str) -> None:
+    """One untimed call of the library (its threads woken after a pause, as build.alternate does here)."""
+    t = _timer(op, target, shape_json)
+    if t is not None:
+        getattr(t[1], "wake", lambda: None)()
+
+
 # The session's kernel timer (build.kernel_timer over a module and its arguments on this server): one at a time,
 # as a session times one kernel at a time.
 _KERNEL: list = []
@@ -90,6 +99,12 @@ def kernel_ms() -> float:
     if not _KERNEL:
         raise RuntimeError("No kernel is prepared on this server: call kernel_lab.kernel_timer first.")
     return float(_KERNEL[0]())
+
+
+def kernel_wake() -> None:
+    """One untimed call of the prepared kernel (its threads woken after a pause)."""
+    if _KERNEL:
+        getattr(_KERNEL[0], "wake", lambda: None)()
 
 
 def register() -> None:
@@ -130,7 +145,8 @@ def _functions() -> None:
     import tvm_ffi
     from . import build  # noqa: F401
     for name, fn in ((DEVICE_INFO, device_info), (REFERENCE_NAME, reference_name), (REFERENCE_MS, reference_ms),
-                     (KERNEL_TIMER, kernel_timer), (KERNEL_MS, kernel_ms)):
+                     (KERNEL_TIMER, kernel_timer), (KERNEL_MS, kernel_ms), (KERNEL_WAKE, kernel_wake),
+                     (REFERENCE_WAKE, reference_wake)):
         tvm_ffi.register_global_func(name, fn, override=True)
 
 
