@@ -552,6 +552,19 @@ def rounds(shapes: list[dict], n_rounds: int = 10, base: str | None = None, vari
     return doc
 
 
+def _best_checked(op: str, s: dict, target: str):
+    """best at shape s compiled, verified against float64 on fresh inputs, and its kernel_timer: (knobs, module,
+    device, rel. error, device arrays, inputs, how it is timed, one repeat)."""
+    from kernels import build
+    from kernels.knobs import preset
+    k = preset(op, target, "best", s)
+    _, mod, _ = build.compiled(op, tuple(s.items()), k, target)
+    dev = build._tvm_dev(target)
+    rel, args, xs = build.call_verified(op, s, mod, dev, target)
+    how, once = build.kernel_timer(mod, dev, args)
+    return k, mod, dev, rel, args, xs, how, once
+
+
 # ------------------------------------------------------------------ timers: the two ways of timing, side by side
 def timers(shapes: list[dict], op: str = OP, n_rounds: int = 5) -> dict:
     """At each shape, best and the vendor library each timed both ways, alternately, n_rounds rounds of one repeat
@@ -560,15 +573,11 @@ def timers(shapes: list[dict], op: str = OP, n_rounds: int = 5) -> dict:
     CUDA graphs filled with calls (reference_timer, now) and of one call each (before)."""
     import numpy as np
     from kernels import build
-    from kernels.knobs import knobs_text, preset
+    from kernels.knobs import knobs_text
     doc = header(method=f"{n_rounds} rounds of one repeat (>= 10 ms of calls) of each way; medians of the rounds",
                  op=op, shapes=[])
     for s in shapes:
-        k = preset(op, "cuda", "best", s)
-        _, mod, _ = build.compiled(op, tuple(s.items()), k, "cuda")
-        dev = build._tvm_dev("cuda")
-        rel, args, xs = build.call_verified(op, s, mod, dev, "cuda")
-        how, graph = build.kernel_timer(mod, dev, args)
+        k, mod, dev, rel, args, xs, how, graph = _best_checked(op, s, "cuda")
         evaluator = build._evaluator(mod, dev, args)
         sides = {"ours_graph": graph, "ours_time_evaluator": evaluator}
         for name, fill in (("vendor_graph", True), ("vendor_one_call_graph", False)):
@@ -601,15 +610,11 @@ def wake(shapes: list[dict], op: str = OP, n_rounds: int = 9) -> dict:
     import time
     import numpy as np
     from kernels import build
-    from kernels.knobs import knobs_text, preset
+    from kernels.knobs import knobs_text
     doc = header(method=f"{n_rounds} rounds; in each, for each side, a pause of {build.SETTLE_S} s then a repeat, "
                         f"and a pause then one untimed call then a repeat; medians of the rounds", op=op, shapes=[])
     for s in shapes:
-        k = preset(op, "cpu", "best", s)
-        _, mod, _ = build.compiled(op, tuple(s.items()), k, "cpu")
-        dev = build._tvm_dev("cpu")
-        rel, args, xs = build.call_verified(op, s, mod, dev, "cpu")
-        how, ours = build.kernel_timer(mod, dev, args)
+        k, mod, dev, rel, args, xs, how, ours = _best_checked(op, s, "cpu")
         name, fn, sync = build.reference_timer(op, "cpu", xs)
         sides = {"ours": ours, "reference": build._repeater(fn, sync)}
         ours()                      # a repeat made while sizing (kernel_timer's first): not after a pause
