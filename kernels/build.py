@@ -390,22 +390,27 @@ def _time_interleaved(mod, dev, args, ref, repeat: int) -> tuple[str, list[float
 def alternate(once, reference, repeat: int, settle: bool) -> tuple[list[float], list[float] | None]:
     """`repeat` kernel repeats (once: () -> ms per call), each followed by one repeat of `reference` (() -> ms;
     None: the kernel alone). `settle` (CPU): before each side SETTLE_S, for the other side's threads to go idle,
-    then one untimed call of this side (its `wake`), for its own threads to wake: after a pause the first call of
-    a parallel kernel pays their wake-up (GEMM 128x267x537 here: 0.162 ms a call in repeats after a pause, 0.152
-    with the call first; numpy's matmul 0.235 and 0.237)."""
+    then one untimed call of this side (wake), for its own threads to wake: after a pause the first call of a
+    parallel library pays their wake-up (data/cpu_timer_wake.json, GEMM 192x256x253 on this CPU: numpy 0.567 ms a
+    call in repeats after a pause, 0.189 with the call first; ours 0.090 and 0.087)."""
     if reference is None:
         return [once() for _ in range(repeat)], None
 
     def settled(side) -> float:
         if settle:
             time.sleep(SETTLE_S)
-            getattr(side, "wake", lambda: None)()
+            wake(side)
         return side()
     times, ref_times = [], []
     for _ in range(repeat):
         times.append(settled(once))
         ref_times.append(settled(reference))
     return times, ref_times
+
+
+def wake(once) -> None:
+    """One untimed call of the side a repeater times (its `wake`, where it has one: _repeater's, a server's)."""
+    getattr(once, "wake", lambda: None)()
 
 
 def reference_timer(op: str, target: str, xs: list[np.ndarray], fill: bool = True):

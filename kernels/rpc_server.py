@@ -69,9 +69,10 @@ def reference_ms(op: str, target: str, shape_json: str, repeat: int) -> float:
 
 def reference_wake(op: str, target: str, shape_json: str) -> None:
     """One untimed call of the library (its threads woken after a pause, as build.alternate does here)."""
+    from . import build
     t = _timer(op, target, shape_json)
     if t is not None:
-        getattr(t[1], "wake", lambda: None)()
+        build.wake(t[1])
 
 
 # The session's kernel timer (build.kernel_timer over a module and its arguments on this server): one at a time,
@@ -103,8 +104,9 @@ def kernel_ms() -> float:
 
 def kernel_wake() -> None:
     """One untimed call of the prepared kernel (its threads woken after a pause)."""
+    from . import build
     if _KERNEL:
-        getattr(_KERNEL[0], "wake", lambda: None)()
+        build.wake(_KERNEL[0])
 
 
 def register() -> None:

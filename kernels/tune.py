@@ -425,11 +425,11 @@ def tune(op: str, shape: dict, target: str, trials: int = 32, rpc: str | None = 
     try:
         history = search(op, shape, target, trials, measure, np.random.default_rng(seed), batch=batch,
                          progress=progress)
+        if record:          # every trial, also where none verified or the winner's run fails
+            for t in history:
+                results.record(_trial_row(op, shape, target, device, t), preset="", source="tune")
         ok = [t for t in history if t.ok]
         if not ok:
-            if record:
-                for t in history:
-                    results.record(_trial_row(op, shape, target, device, t), preset="", source="tune")
             raise KnobError([none_verified(history)])
         winner = final_pick(op, target, ok, measure, shape)
     finally:
@@ -438,8 +438,6 @@ def tune(op: str, shape: dict, target: str, trials: int = 32, rpc: str | None = 
     k = parse_knobs(op, target, winner.knobs, knob_class(op, target)())
     r = remote.run(op, shape, k, target, rpc) if rpc else build.run(op, shape, k, target)
     if record:
-        for t in history:
-            results.record(_trial_row(op, shape, target, device, t), preset="", source="tune")
         results.record(r, preset="best", source="tune:winner")
     return Tuned(op, dict(shape), target, device, len(history), winner.knobs, r.median_ms, r.ref, r.ref_ms, r.vs_ref,
                  time.perf_counter() - t0, history, sorted(getattr(measure, "used", ())), r.timer)
